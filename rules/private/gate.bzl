@@ -1,0 +1,224 @@
+"""`agent_gate` and `full_strong_pass`: double runs as actions, the quorum as a test."""
+
+load("//rules:providers.bzl", "PropertyInfo")
+load(":flags.bzl", "FlagValueInfo")
+load(":paths.bzl", "prefix_error", "repo_relative", "rlocation")
+
+def _flag(ctx, name):
+    return getattr(ctx.attr, name)[FlagValueInfo].value
+
+def _split(value):
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+def _catalog(ctx):
+    """PropertyInfo of every property, checked for duplicate ids."""
+    seen = {}
+    properties = []
+    for target in ctx.attr.properties:
+        info = target[PropertyInfo]
+        if info.id in seen:
+            fail("%s: property id %r is declared twice, by %s and %s; ids must be unique in a catalog." %
+                 (ctx.label, info.id, seen[info.id], info.label))
+        seen[info.id] = info.label
+        properties.append((target, info))
+    return properties
+
+def _matched(properties, changed_paths, full_pass):
+    """Properties to run: every strong one on a full pass, else those whose locality the diff touches."""
+    if full_pass:
+        return [(t, i) for (t, i) in properties if i.strength == "strong"]
+    by_prefix = {}
+    for index, (_, info) in enumerate(properties):
+        for prefix in info.locality:
+            by_prefix.setdefault(prefix, []).append(index)
+    hit = {}
+    for path in changed_paths:
+        parts = path.split("/")
+        prefix = ""
+        for part in parts:
+            prefix = prefix + "/" + part if prefix else part
+            for index in by_prefix.get(prefix, []):
+                hit[index] = True
+    return [properties[i] for i in sorted(hit.keys())]
+
+def _double_run(ctx, target, info, run_id):
+    """One PropertyDoubleRun action: both runs of one property, results as data."""
+    base = "%s.runs/%s" % (ctx.label.name, info.id)
+    result = ctx.actions.declare_file(base + ".result.txtpb")
+    logs = [ctx.actions.declare_file("%s.run%d.log" % (base, n)) for n in (1, 2)]
+    args = ctx.actions.args()
+    args.add("--property_id", info.id)
+    args.add("--label", str(info.label))
+    args.add("--executable", info.executable)
+    args.add("--workspace", info.workspace_name)
+    args.add("--timeout_seconds", str(info.timeout_seconds))
+    args.add("--run_id", run_id)
+    args.add("--out", result)
+    for log in logs:
+        args.add("--log", log)
+    fixture_inputs = []
+    if info.fixtures:
+        args.add("--repo_root", info.fixtures[0].label.workspace_root or ".")
+    for fixtures in info.fixtures:
+        fixture_inputs.append(fixtures.files)
+    paths = ctx.actions.args()
+    paths.use_param_file("@%s", use_always = True)
+    paths.set_param_file_format("multiline")
+    for fixtures in info.fixtures:
+        paths.add_all(fixtures.rel_paths)
+    ctx.actions.run(
+        executable = ctx.executable._runner,
+        arguments = [args, paths],
+        inputs = depset(transitive = fixture_inputs),
+        tools = [target[DefaultInfo].files_to_run],
+        outputs = [result] + logs,
+        mnemonic = "PropertyDoubleRun",
+        progress_message = "Running property %s twice (%s)" % (info.id, info.label),
+        # A run is a measurement, not a cacheable build step: never serve it
+        # from a cache, and give it no network. A fresh --@agent_gate//:run_id
+        # changes the command line, which forces both runs again.
+        execution_requirements = {
+            "block-network": "1",
+            "no-cache": "1",
+            "no-remote-cache": "1",
+        },
+    )
+    return result, logs
+
+def _gate_impl(ctx):
+    full_pass = ctx.attr._full_pass
+    if ctx.attr.debt_cap < 0:
+        fail("%s: debt_cap must be >= 0, got %d." % (ctx.label, ctx.attr.debt_cap))
+    for prefix in ctx.attr.rule_set_paths:
+        problem = prefix_error(prefix)
+        if problem:
+            fail("%s: rule_set_paths entry %r is %s." % (ctx.label, prefix, problem))
+    properties = _catalog(ctx)
+    changed_paths = _split(_flag(ctx, "_changed_paths"))
+    run_id = _flag(ctx, "_run_id")
+
+    runfiles_files = [ctx.file.ledger]
+    catalog = []
+    fixtures = {}
+    for _, info in properties:
+        for tree in info.fixtures:
+            if tree.root not in fixtures:
+                fixtures[tree.root] = {
+                    "root": tree.root,
+                    "seal_file": repo_relative(tree.expected_seal),
+                    "expected": rlocation(ctx, tree.expected_seal),
+                    "actual": rlocation(ctx, tree.actual_seal),
+                    "label": str(tree.label),
+                }
+                runfiles_files.extend([tree.expected_seal, tree.actual_seal])
+        catalog.append({
+            "id": info.id,
+            "strength": info.strength,
+            "locality": info.locality,
+            "fixture_roots": [tree.root for tree in info.fixtures],
+            "predicate_srcs": info.predicate_srcs,
+            "package": info.package,
+            "label": str(info.label),
+        })
+
+    results = {}
+    for target, info in _matched(properties, changed_paths, full_pass):
+        result, logs = _double_run(ctx, target, info, run_id)
+        results[info.id] = {"result": rlocation(ctx, result), "logs": [rlocation(ctx, log) for log in logs]}
+        runfiles_files.append(result)
+        runfiles_files.extend(logs)
+
+    commit_counts = {}
+    for item in _split(_flag(ctx, "_commit_counts")):
+        sha, _, count = item.partition("=")
+        if not count.isdigit():
+            fail("--@agent_gate//:commit_counts: %r is not `<commit>=<count>`." % item)
+        commit_counts[sha] = int(count)
+
+    config = ctx.actions.declare_file(ctx.label.name + ".gate.json")
+    ctx.actions.write(config, json.encode_indent({
+        "mode": "full_strong_pass" if full_pass else "gate",
+        "gate_label": str(ctx.label),
+        "gate_package": ctx.label.package,
+        "catalog": catalog,
+        "fixtures": [fixtures[root] for root in sorted(fixtures)],
+        "results": results,
+        "ledger": {"path": repo_relative(ctx.file.ledger), "rlocation": rlocation(ctx, ctx.file.ledger)},
+        "changed_paths": changed_paths,
+        "debt_cap": ctx.attr.debt_cap,
+        "rule_set_paths": ctx.attr.rule_set_paths,
+        "commit_counts": commit_counts,
+        "override": {
+            "by": _flag(ctx, "_override_by"),
+            "ignored_ids": _split(_flag(ctx, "_override_ignore")),
+        },
+        "run_id": run_id,
+    }))
+    runfiles_files.append(config)
+
+    launcher = ctx.actions.declare_file(ctx.label.name)
+    ctx.actions.write(launcher, is_executable = True, content = """\
+#!/usr/bin/env bash
+# agent_gate launcher: evaluates the quorum of {label}.
+set -euo pipefail
+runfiles="${{TEST_SRCDIR:-${{RUNFILES_DIR:-$0.runfiles}}}}"
+exec "$runfiles/{evaluator}" --config "{config}" "$@"
+""".format(
+        label = ctx.label,
+        evaluator = rlocation(ctx, ctx.executable._evaluator),
+        config = rlocation(ctx, config),
+    ))
+    runfiles = ctx.runfiles(files = runfiles_files).merge(ctx.attr._evaluator[DefaultInfo].default_runfiles)
+    return [DefaultInfo(executable = launcher, runfiles = runfiles)]
+
+_FLAGS = {
+    "_changed_paths": attr.label(default = Label("//:changed_paths")),
+    "_commit_counts": attr.label(default = Label("//:commit_counts")),
+    "_override_by": attr.label(default = Label("//:override_by")),
+    "_override_ignore": attr.label(default = Label("//:override_ignore")),
+    "_run_id": attr.label(default = Label("//:run_id")),
+}
+
+_ATTRS = dict({
+    "properties": attr.label_list(
+        providers = [PropertyInfo],
+        doc = "The catalog: `strong_property` and `weak_property` targets.",
+    ),
+    "ledger": attr.label(
+        allow_single_file = True,
+        mandatory = True,
+        doc = "The freeze ledger: text-format `agent_gate.Ledger` (`ledger.txtpb`) or the article's JSON rows.",
+    ),
+    "debt_cap": attr.int(
+        default = 5,
+        doc = "Open freezes (plus spent ones) above this stop the whole agent queue.",
+    ),
+    "rule_set_paths": attr.string_list(
+        default = ["MODULE.bazel", "WORKSPACE", "WORKSPACE.bazel", ".bazelrc", ".bazelversion"],
+        doc = "Repo-relative prefixes that pin or vendor the gate itself; a diff touching one goes to review.",
+    ),
+    "_runner": attr.label(
+        default = Label("//tools:run_property"),
+        executable = True,
+        cfg = "exec",
+    ),
+    "_evaluator": attr.label(
+        default = Label("//tools:evaluate_gate"),
+        executable = True,
+        cfg = "target",
+    ),
+}, **_FLAGS)
+
+agent_gate_test = rule(
+    implementation = _gate_impl,
+    doc = "The merge-queue gate: see `agent_gate` in defs.bzl.",
+    attrs = dict(_ATTRS, _full_pass = attr.bool(default = False)),
+    test = True,
+)
+
+full_strong_pass_test = rule(
+    implementation = _gate_impl,
+    doc = "Every strong property twice, no locality filter: the scheduled full pass.",
+    attrs = dict(_ATTRS, _full_pass = attr.bool(default = True)),
+    test = True,
+)

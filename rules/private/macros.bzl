@@ -1,0 +1,106 @@
+"""Macros behind the public API: defaults a BUILD file should not have to spell."""
+
+load(":gate.bzl", "agent_gate_test", "full_strong_pass_test")
+load(":property.bzl", "strong_property_test", "weak_property_test")
+load(":sealed_fixtures.bzl", "seal_updater", "sealed_fixtures_rule")
+
+def sealed_fixtures(name, seal = None, srcs = None, root = None, **kwargs):
+    """A fixture tree plus its committed seal; `bazel run :NAME.update_seal` rewrites the seal.
+
+    Args:
+      name: target name.
+      seal: the committed seal file; default `NAME.seal`.
+      srcs: the tree's files; default every file under the tree (seal files excluded).
+      root: the tree's directory relative to this package; default the package itself.
+      **kwargs: common attributes (visibility, tags, ...).
+    """
+    if seal == None:
+        seal = name + ".seal"
+    if srcs == None:
+        pattern = (root.rstrip("/") + "/**") if root else "**"
+        srcs = native.glob([pattern], exclude = ["**/*.seal"])
+    sealed_fixtures_rule(name = name, seal = seal, srcs = srcs, root = root or "", **kwargs)
+    seal_updater(
+        name = name + ".update_seal",
+        fixtures = ":" + name,
+        tags = ["manual"],
+        visibility = kwargs.get("visibility"),
+        testonly = kwargs.get("testonly"),
+    )
+
+def _manual(tags):
+    tags = list(tags or [])
+    if "manual" not in tags:
+        tags.append("manual")
+    return tags
+
+def agent_gate(name, properties, ledger, debt_cap = 5, tags = None, **kwargs):
+    """The merge-queue gate test. Only `promote` is a green `bazel test`.
+
+    Tagged `manual`: a plain `bazel test //...` has no diff and never runs it;
+    the merge queue names it, with `--@agent_gate//:changed_paths=...`.
+
+    Args:
+      name: target name, usually `agent_gate`.
+      properties: the catalog, `strong_property`/`weak_property` targets.
+      ledger: the freeze ledger file (`ledger.txtpb`).
+      debt_cap: open freezes (plus spent ones) above this stop the queue.
+      tags: extra tags; `manual` is always added.
+      **kwargs: `rule_set_paths`, `size`, `timeout`, `visibility`, ...
+    """
+    agent_gate_test(
+        name = name,
+        properties = properties,
+        ledger = ledger,
+        debt_cap = debt_cap,
+        tags = _manual(tags),
+        **kwargs
+    )
+
+def full_strong_pass(name, properties, ledger, tags = None, **kwargs):
+    """Every strong property twice, regardless of locality: the scheduled full pass.
+
+    Green only when every strong property that is not frozen passed twice.
+
+    Args:
+      name: target name.
+      properties: the catalog (weak properties are ignored).
+      ledger: the freeze ledger file.
+      tags: extra tags; `manual` is always added.
+      **kwargs: common test attributes.
+    """
+    full_strong_pass_test(
+        name = name,
+        properties = properties,
+        ledger = ledger,
+        tags = _manual(tags),
+        **kwargs
+    )
+
+def strong_property(name, test, locality, fixtures = [], id = None, **kwargs):
+    """A strong property: an invariant the patch can break. It votes.
+
+    The target is itself a test: `bazel test` on it runs the wrapped test.
+
+    Args:
+      name: target name; also the catalog id unless `id` is given.
+      test: the test target that is the predicate (`py_test`, `sh_test`, ...).
+      locality: repo-relative path prefixes the property observes, per path component.
+      fixtures: `sealed_fixtures` targets the property reads.
+      id: catalog id; default `name`.
+      **kwargs: `timeout_seconds` (per run of the double run), common test attributes.
+    """
+    strong_property_test(name = name, test = test, locality = locality, fixtures = fixtures, id = id or name, **kwargs)
+
+def weak_property(name, test, locality, fixtures = [], id = None, **kwargs):
+    """A weak property: a shape check. It can reject a patch, never fill a strong gap.
+
+    Args:
+      name: target name; also the catalog id unless `id` is given.
+      test: the test target that is the predicate.
+      locality: repo-relative path prefixes the property observes, per path component.
+      fixtures: `sealed_fixtures` targets the property reads.
+      id: catalog id; default `name`.
+      **kwargs: `timeout_seconds` (per run of the double run), common test attributes.
+    """
+    weak_property_test(name = name, test = test, locality = locality, fixtures = fixtures, id = id or name, **kwargs)

@@ -1,0 +1,112 @@
+"""`strong_property` / `weak_property`: a test target wrapped as a catalog row."""
+
+load("//rules:providers.bzl", "PropertyInfo", "SealedFixturesInfo")
+load(":paths.bzl", "normalize_prefix", "prefix_error", "repo_relative")
+
+PredicateSourcesInfo = provider(
+    doc = "Repo-relative `srcs` of a test target: the predicate a property runs.",
+    fields = {"paths": "list of repo-relative source paths."},
+)
+
+def _predicate_sources_aspect_impl(target, ctx):
+    paths = []
+    if hasattr(ctx.rule.attr, "srcs"):
+        for src in ctx.rule.files.srcs:
+            if src.is_source:
+                paths.append(repo_relative(src))
+    return [PredicateSourcesInfo(paths = paths)]
+
+predicate_sources_aspect = aspect(
+    implementation = _predicate_sources_aspect_impl,
+    doc = "Collects the `srcs` of the wrapped test, so a diff that edits them goes to review.",
+)
+
+def _validate(ctx, strength):
+    if not ctx.attr.locality:
+        fail(("%s: a %s property needs a non-empty `locality`: the repo-relative path " +
+              "prefixes it observes, e.g. locality = [\"api/handlers\"].") % (ctx.label, strength))
+    for prefix in ctx.attr.locality:
+        problem = prefix_error(prefix)
+        if problem:
+            fail("%s: locality entry %r is %s." % (ctx.label, prefix, problem))
+    property_id = ctx.attr.id or ctx.label.name
+    if " " in property_id or "\n" in property_id or "\t" in property_id:
+        fail("%s: id %r must not contain whitespace." % (ctx.label, property_id))
+    if ctx.attr.timeout_seconds <= 0:
+        fail("%s: timeout_seconds must be positive, got %d." % (ctx.label, ctx.attr.timeout_seconds))
+    return property_id
+
+def _property_impl(ctx, strength):
+    property_id = _validate(ctx, strength)
+    test_executable = ctx.executable.test
+    executable = ctx.actions.declare_file(ctx.label.name)
+    ctx.actions.symlink(output = executable, target_file = test_executable, is_executable = True)
+
+    fixtures = [f[SealedFixturesInfo] for f in ctx.attr.fixtures]
+    fixture_files = [info.files for info in fixtures]
+    runfiles = ctx.runfiles(
+        files = [executable, test_executable],
+        transitive_files = depset(transitive = fixture_files),
+    ).merge(ctx.attr.test[DefaultInfo].default_runfiles)
+
+    return [
+        DefaultInfo(executable = executable, runfiles = runfiles),
+        PropertyInfo(
+            id = property_id,
+            strength = strength,
+            locality = [normalize_prefix(p) for p in ctx.attr.locality],
+            fixtures = fixtures,
+            executable = executable,
+            runfiles = runfiles,
+            label = ctx.label,
+            predicate_srcs = ctx.attr.test[PredicateSourcesInfo].paths,
+            package = ctx.label.package,
+            timeout_seconds = ctx.attr.timeout_seconds,
+            workspace_name = ctx.workspace_name,
+        ),
+    ]
+
+def _strong_property_impl(ctx):
+    return _property_impl(ctx, "strong")
+
+def _weak_property_impl(ctx):
+    return _property_impl(ctx, "weak")
+
+_ATTRS = {
+    "test": attr.label(
+        mandatory = True,
+        executable = True,
+        cfg = "target",
+        aspects = [predicate_sources_aspect],
+        doc = "The test target that is the predicate (`py_test`, `sh_test`, `go_test`, ...).",
+    ),
+    "locality": attr.string_list(
+        doc = "Repo-relative path prefixes the property observes, matched per path component: " +
+              "`api/handlers` covers `api/handlers/x.py`, not `api/handlers_v2/x.py`.",
+    ),
+    "fixtures": attr.label_list(
+        providers = [SealedFixturesInfo],
+        doc = "`sealed_fixtures` targets the property reads.",
+    ),
+    "id": attr.string(doc = "Catalog id; default: the target name."),
+    "timeout_seconds": attr.int(
+        default = 300,
+        doc = "Per-run timeout of the gate's double run; a run past it is killed and counts as a timeout.",
+    ),
+}
+
+strong_property_test = rule(
+    implementation = _strong_property_impl,
+    doc = """A strong property: an invariant the patch can break. It votes.
+
+The target is itself a test: `bazel test` on it runs the wrapped test.""",
+    attrs = _ATTRS,
+    test = True,
+)
+
+weak_property_test = rule(
+    implementation = _weak_property_impl,
+    doc = """A weak property: a shape check. It can reject a patch, never fill a strong gap.""",
+    attrs = _ATTRS,
+    test = True,
+)

@@ -1,0 +1,30 @@
+"""Providers of agent_gate's rules."""
+
+SealedFixturesInfo = provider(
+    doc = "A fixture tree sealed by a digest committed in the repo.",
+    fields = {
+        "label": "Label of the `sealed_fixtures` target.",
+        "root": "Repo-relative directory of the tree (what `find ROOT -type f` walks).",
+        "files": "depset of the tree's files.",
+        "expected_seal": "File: the committed seal (`<hex>  -` or bare hex).",
+        "actual_seal": "File: the seal computed from `files` at build time.",
+        "rel_paths": "list of the files' repo-relative paths.",
+    },
+)
+
+PropertyInfo = provider(
+    doc = "One catalog row: a test wrapped as a strong or weak property.",
+    fields = {
+        "id": "Catalog id, e.g. `counter.monotonic_under_replay`.",
+        "strength": "`strong` or `weak`.",
+        "locality": "list of repo-relative path prefixes, matched per path component.",
+        "fixtures": "list of SealedFixturesInfo the property reads.",
+        "executable": "File: the property's test executable.",
+        "runfiles": "runfiles of the executable.",
+        "label": "Label of the property target.",
+        "predicate_srcs": "list of repo-relative source paths of the wrapped test.",
+        "package": "Repo-relative package whose BUILD file defines the property.",
+        "timeout_seconds": "Per-run timeout of a double run.",
+        "workspace_name": "Name of the workspace the wrapped test runs in (TEST_WORKSPACE).",
+    },
+)

@@ -1,0 +1,43 @@
+"""Dependencies of agent_gate for WORKSPACE users (Bazel 4.2.3, offline).
+
+```starlark
+load("@agent_gate//rules:repositories.bzl", "agent_gate_dependencies")
+
+agent_gate_dependencies()
+```
+
+Bazel >= 7 users need none of this: `bazel_dep(name = "agent_gate")` in MODULE.bazel.
+"""
+
+load(
+    "//rules/private:repositories.bzl",
+    "debian_repository",
+    "offline_repository",
+    "pypi_shim",
+    "python_environment",
+)
+
+def _maybe(rule, name, **kwargs):
+    if name not in native.existing_rules():
+        rule(name = name, **kwargs)
+
+def agent_gate_dependencies():
+    """Declares every repository agent_gate and Bazel 4.2.3 need, served offline.
+
+    A repository the WORKSPACE already declared under the same name is kept.
+    Python comes from agent_gate's own environment (`tools/bootstrap` creates it;
+    `AGENT_GATE_PYTHON` overrides it) through a registered toolchain.
+    """
+    _maybe(offline_repository, "remote_coverage_tools", marker = Label("//tools:offline/remote_coverage_tools/WORKSPACE.offline"))
+    _maybe(offline_repository, "rules_cc", marker = Label("//tools:offline/rules_cc/WORKSPACE.offline"))
+    _maybe(offline_repository, "rules_python", marker = Label("//tools:offline/rules_python/WORKSPACE.offline"))
+    _maybe(offline_repository, "com_google_protobuf", marker = Label("//tools:offline/com_google_protobuf/WORKSPACE.offline"))
+    _maybe(debian_repository, "rules_java", package = "bazel-rules-java", path = "/usr/share/bazel/rules/java")
+    _maybe(python_environment, "agent_gate_python")
+    _maybe(pypi_shim, "pypi", requirements = Label("//tools:requirements.in"))
+    native.register_toolchains("@agent_gate_python//:toolchain")
+
+def agent_gate_dev_dependencies():
+    """Repositories only agent_gate's own tests need (analysis tests use skylib)."""
+    _maybe(debian_repository, "bazel_skylib", package = "bazel-skylib", path = "/usr/share/bazel/tools/skylib")
+    native.register_toolchains("@bazel_skylib//toolchains/unittest:all")

@@ -1,0 +1,79 @@
+"""The `agent_gate` test: evaluate the quorum and write the reports.
+
+Exit 0 only for promote. The log begins with the decision and the rule that
+produced it; the JSON, text-proto and Markdown reports go to
+TEST_UNDECLARED_OUTPUTS_DIR and the JUnit XML to XML_OUTPUT_FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from runfiles import runfiles
+
+from agent_gate import full_pass, gate, quorum, report
+from proto import agent_gate_pb2
+
+_LOG_TAIL_LINES = 15
+
+
+def _resolver() -> gate.Resolve:
+    files = runfiles.Create()
+
+    def resolve(rlocation: str) -> Path | None:
+        path = files.Rlocation(rlocation) if files else None
+        return Path(path) if path and os.path.exists(path) else None
+
+    return resolve
+
+
+def _log_tails(loaded: gate.LoadedGate, result: agent_gate_pb2.GateReport) -> list[str]:
+    """The end of each run's output, for properties that voted no: why, without digging."""
+    lines: list[str] = []
+    for row in result.rows:
+        if row.vote != "no":
+            continue
+        for number, log in enumerate(loaded.logs.get(row.property_id, []), start=1):
+            tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-_LOG_TAIL_LINES:]
+            lines.append(f"--- {row.property_id}, run {number} (last {len(tail)} lines) ---")
+            lines.extend(tail)
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--config", required=True, help="runfiles path of the gate config")
+    args = parser.parse_args(argv)
+    resolve = _resolver()
+    config = resolve(args.config)
+    if config is None:
+        print(f"agent_gate: review (fail closed): config {args.config} is not in runfiles")
+        return 1
+    loaded = gate.load_file(config, resolve)
+    evaluate = full_pass.evaluate if loaded.mode == "full_strong_pass" else quorum.evaluate
+    result = evaluate(loaded.inputs)
+
+    print("\n".join(report.summary_lines(result)), flush=True)
+    tails = _log_tails(loaded, result)
+    if tails:
+        print("\n".join(tails))
+
+    out_dir = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
+    xml = os.environ.get("XML_OUTPUT_FILE")
+    try:
+        report.write_all(
+            result,
+            Path(out_dir) if out_dir else Path.cwd(),
+            Path(xml) if xml else None,
+        )
+    except OSError as error:
+        print(f"agent_gate: could not write the report ({error}); not a promote")
+        return 1
+    return 0 if result.decision == "promote" and not result.errors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,157 @@
+"""Runs one property twice, the way `bazel test --runs_per_test=2` would, and records it.
+
+Both runs use the same command, the same runfiles and the same fixtures; each gets
+a fresh TEST_TMPDIR and HOME. What the article says a seal cannot pin (clock zone,
+locale, hash seed, build time) is pinned here. The result is data: a failing,
+hanging or crashing property never makes the runner itself fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_gate import quorum, seal
+from proto import agent_gate_pb2
+
+# 1980-01-01, the earliest time a zip file can hold: any fixed value works.
+SOURCE_DATE_EPOCH = "315532800"
+
+# What a run may inherit from the action's own environment.
+_INHERITED = ("PATH", "LD_LIBRARY_PATH", "SYSTEMROOT")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    property_id: str
+    label: str
+    executable: Path  # absolute
+    workspace: str  # TEST_WORKSPACE
+    timeout_seconds: float
+    run_id: str = ""
+    repo_root: Path = Path(".")  # where fixture paths are relative to
+    fixture_paths: tuple[str, ...] = ()
+
+
+def runfiles_dir(executable: Path) -> Path:
+    return executable.with_name(executable.name + ".runfiles")
+
+
+def test_environment(spec: RunSpec, run_number: int, scratch: Path) -> dict[str, str]:
+    """The environment Bazel's test runner gives a test, plus determinism pins."""
+    runfiles = runfiles_dir(spec.executable)
+    tmp = scratch / "tmp"
+    home = scratch / "home"
+    outputs = scratch / "outputs"
+    for directory in (tmp, home, outputs, scratch / "annotations"):
+        directory.mkdir(parents=True, exist_ok=True)
+    env = {key: os.environ[key] for key in _INHERITED if key in os.environ}
+    env.setdefault("PATH", "/usr/bin:/bin")
+    env.update(
+        {
+            "TEST_SRCDIR": str(runfiles),
+            "RUNFILES_DIR": str(runfiles),
+            "JAVA_RUNFILES": str(runfiles),
+            "PYTHON_RUNFILES": str(runfiles),
+            "TEST_WORKSPACE": spec.workspace,
+            "TEST_TARGET": spec.label,
+            "TEST_RUN_NUMBER": str(run_number),
+            "TEST_TMPDIR": str(tmp),
+            "TMPDIR": str(tmp),
+            "HOME": str(home),
+            "XML_OUTPUT_FILE": str(scratch / "test.xml"),
+            "TEST_UNDECLARED_OUTPUTS_DIR": str(outputs),
+            "TEST_UNDECLARED_OUTPUTS_ANNOTATIONS_DIR": str(scratch / "annotations"),
+            "TEST_PREMATURE_EXIT_FILE": str(scratch / "premature_exit"),
+            "TEST_WARNINGS_OUTPUT_FILE": str(scratch / "warnings"),
+            "TEST_TIMEOUT": str(int(spec.timeout_seconds)),
+            "TZ": "UTC",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH,
+        }
+    )
+    return env
+
+
+def _fixture_seal(spec: RunSpec) -> str:
+    if not spec.fixture_paths:
+        return ""
+    try:
+        return seal.seal_files(spec.repo_root, spec.fixture_paths)
+    except (OSError, seal.SealError) as error:
+        return f"error: {error}"
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """Kills the run and every child it left in its process group."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run_once(spec: RunSpec, run_number: int, log_path: Path) -> agent_gate_pb2.Run:
+    run = agent_gate_pb2.Run(run_number=run_number)
+    run.fixture_seal_before = _fixture_seal(spec)
+    with tempfile.TemporaryDirectory(prefix=f"run{run_number}-") as scratch:
+        env = test_environment(spec, run_number, Path(scratch))
+        cwd = runfiles_dir(spec.executable) / spec.workspace
+        started = time.monotonic()
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [str(spec.executable)],
+                cwd=cwd if cwd.is_dir() else runfiles_dir(spec.executable),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            try:
+                run.exit_code = process.wait(timeout=spec.timeout_seconds)
+            except subprocess.TimeoutExpired:
+                _kill_group(process)
+                run.exit_code = process.wait()
+                run.timed_out = True
+            finally:
+                _kill_group(process)
+        run.duration_seconds = round(time.monotonic() - started, 3)
+    run.output_sha256 = _sha256_file(log_path)
+    run.fixture_seal_after = _fixture_seal(spec)
+    return run
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def run_twice(spec: RunSpec, logs: Sequence[Path]) -> agent_gate_pb2.RunResult:
+    result = agent_gate_pb2.RunResult(
+        property_id=spec.property_id,
+        label=spec.label,
+        run_id=spec.run_id,
+        timeout_seconds=spec.timeout_seconds,
+    )
+    for run_number, log_path in zip((1, 2), logs, strict=True):
+        result.runs.append(run_once(spec, run_number, log_path))
+    first, second = result.runs
+    result.classification = quorum.classify(
+        quorum.RunOutcome(
+            exit_codes=(first.exit_code, second.exit_code),
+            timed_out=(first.timed_out, second.timed_out),
+        )
+    )
+    return result
