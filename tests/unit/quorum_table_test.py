@@ -535,7 +535,14 @@ class DebtTest(absltest.TestCase):
         self.assertEqual(report.decision, "review")
 
 
+# DESIGN §1, spelled out here so the test does not trust quorum.PRECEDENCE.
+DESIGN_ORDER = ("stop_queue", "fixture_fault", "review", "reject", "hold", "promote")
+
+
 class PrecedenceTest(absltest.TestCase):
+    def test_exported_order_is_the_design_order(self):
+        self.assertEqual(PRECEDENCE, DESIGN_ORDER)
+
     CATALOG = (
         PropertySpec("s.pass", "strong", ("src/pass",)),
         PropertySpec("s.fail", "strong", ("src/fail",)),
@@ -567,7 +574,7 @@ class PrecedenceTest(absltest.TestCase):
         )
 
     def test_every_pair(self):
-        ranked = PRECEDENCE[:-1]
+        ranked = DESIGN_ORDER[:-1]
         for high, low in itertools.combinations(ranked, 2):
             with self.subTest(high=high, low=low):
                 report = self.scenario({high, low})
@@ -581,7 +588,7 @@ class PrecedenceTest(absltest.TestCase):
         self.assertEqual(decisions(self.scenario(set())), ["promote"])
 
     def test_every_subset_lists_all_reasons_in_order(self):
-        ranked = PRECEDENCE[:-1]
+        ranked = DESIGN_ORDER[:-1]
         for size in range(len(ranked) + 1):
             for fire in itertools.combinations(ranked, size):
                 with self.subTest(fire=fire):

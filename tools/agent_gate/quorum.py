@@ -383,7 +383,7 @@ def _scan_diff(
     fixtures = _Fixtures([], {}, touched, [])
     for seal, root, seal_file in seals:
         hit = root in touched or seal_file in touched
-        status = _compare(seal)
+        status = "touched" if hit else _compare(seal)
         if root is not None:
             fixtures.status_by_root[root] = status
         if seal.expected is None or seal.actual is None:

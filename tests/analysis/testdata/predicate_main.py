@@ -1,0 +1,5 @@
+"""A predicate that always holds, for the analysis tests."""
+
+import helper
+
+helper.check()
