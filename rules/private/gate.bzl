@@ -171,6 +171,9 @@ exec "$runfiles/{evaluator}" --config "{config}" "$@"
     runfiles = ctx.runfiles(files = runfiles_files).merge(ctx.attr._evaluator[DefaultInfo].default_runfiles)
     return [DefaultInfo(executable = launcher, runfiles = runfiles)]
 
+# In a consumer these are --@agent_gate//:NAME. Inside agent_gate's own workspace
+# Bazel 4.2.3 knows them only as --//:NAME (`@agent_gate` is not mapped to the
+# main repository there); Bazel >= 7 accepts both.
 _FLAGS = {
     "_changed_paths": attr.label(default = Label("//:changed_paths")),
     "_commit_counts": attr.label(default = Label("//:commit_counts")),

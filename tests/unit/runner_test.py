@@ -48,7 +48,7 @@ class RunnerTest(absltest.TestCase):
         self.assertEqual(result.classification, "fail")
 
     def test_split_on_run_number_is_flake(self):
-        result = self._run(self._property('[[ $TEST_RUN_NUMBER == 1 ]]'))
+        result = self._run(self._property("[[ $TEST_RUN_NUMBER == 1 ]]"))
         self.assertEqual([r.exit_code for r in result.runs], [0, 1])
         self.assertEqual(result.classification, "flake")
 
@@ -101,7 +101,9 @@ class RunnerTest(absltest.TestCase):
         result = self._run(self._property(body))
         self.assertEqual(result.classification, "pass")
         first, second = (line.split() for line in dump.read_text().splitlines())
-        self.assertEqual(first[:7], ["1", "UTC", "C.UTF-8", "0", runner.SOURCE_DATE_EPOCH, "ws", "//:p"])
+        self.assertEqual(
+            first[:7], ["1", "UTC", "C.UTF-8", "0", runner.SOURCE_DATE_EPOCH, "ws", "//:p"]
+        )
         self.assertEqual(second[0], "2")
         self.assertEqual(Path(first[7]).name, "ws")
         self.assertNotEqual(first[8], second[8], "each run needs a fresh TEST_TMPDIR")
@@ -117,8 +119,10 @@ class RunnerTest(absltest.TestCase):
         fixture = self.root / "fix" / "a.txt"
         fixture.parent.mkdir()
         fixture.write_text("one\n")
-        spec = self._property(f'[[ $TEST_RUN_NUMBER == 2 ]] && echo tampered >> {fixture}; exit 0')
-        spec = runner.RunSpec(**{**spec.__dict__, "repo_root": self.root, "fixture_paths": ("fix/a.txt",)})
+        spec = self._property(f"[[ $TEST_RUN_NUMBER == 2 ]] && echo tampered >> {fixture}; exit 0")
+        spec = runner.RunSpec(
+            **{**spec.__dict__, "repo_root": self.root, "fixture_paths": ("fix/a.txt",)}
+        )
         result = self._run(spec)
         first, second = result.runs
         self.assertEqual(first.fixture_seal_before, first.fixture_seal_after)

@@ -12,12 +12,18 @@ from agent_gate import quorum
 from proto import agent_gate_pb2
 
 
-def _row(spec: quorum.PropertySpec, inputs: quorum.GateInputs, open_ids: set[str]) -> agent_gate_pb2.Row:
+def _row(
+    spec: quorum.PropertySpec, inputs: quorum.GateInputs, open_ids: set[str]
+) -> agent_gate_pb2.Row:
     row = agent_gate_pb2.Row(property_id=spec.id, strength=spec.strength, label=spec.label)
     listed = {r.state for r in inputs.ledger if r.property_id == spec.id}
     row.ledger_state = "open" if "open" in listed else ("retired" if listed else "")
     if spec.strength != "strong":
-        row.classification, row.vote, row.note = "not_run", "not_voting", "weak: not in a full strong pass"
+        row.classification, row.vote, row.note = (
+            "not_run",
+            "not_voting",
+            "weak: not in a full strong pass",
+        )
         return row
     row.matched, row.matched_by = True, "(full strong pass)"
     outcome = inputs.outcomes.get(spec.id)
@@ -55,7 +61,9 @@ def evaluate(inputs: quorum.GateInputs) -> agent_gate_pb2.GateReport:
     reasons: list[tuple[str, str]] = []
     mismatched = [f.root for f in report.fixtures if f.status == "mismatch"]
     if mismatched:
-        reasons.append(("fixture_fault", f"fixture_fault: {', '.join(mismatched)} no longer match their seals"))
+        reasons.append(
+            ("fixture_fault", f"fixture_fault: {', '.join(mismatched)} no longer match their seals")
+        )
     if report.errors or any(row.classification == "error" for row in report.rows):
         reasons.append(("review", "review: configuration errors; see errors"))
     failed = [row.property_id for row in voting if row.classification in ("fail", "error")]
@@ -67,7 +75,9 @@ def evaluate(inputs: quorum.GateInputs) -> agent_gate_pb2.GateReport:
     if flaky:
         reasons.append(("hold", f"hold: split runs (flakes): {', '.join(flaky)}"))
     if not reasons:
-        reasons.append(("promote", f"promote: all {len(voting)} voting strong properties passed twice"))
+        reasons.append(
+            ("promote", f"promote: all {len(voting)} voting strong properties passed twice")
+        )
     reasons.sort(key=lambda reason: quorum.PRECEDENCE.index(reason[0]))
     report.decision, report.rule = reasons[0]
     report.reasons.extend(text for _, text in reasons)

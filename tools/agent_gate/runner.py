@@ -8,6 +8,7 @@ hanging or crashing property never makes the runner itself fail.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import signal
@@ -93,10 +94,8 @@ def _fixture_seal(spec: RunSpec) -> str:
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     """Kills the run and every child it left in its process group."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def run_once(spec: RunSpec, run_number: int, log_path: Path) -> agent_gate_pb2.Run:

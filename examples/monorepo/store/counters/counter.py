@@ -8,8 +8,8 @@ Each line of the log is `<seq> <counter> <op> <amount>` with op `incr` or `set`;
 def replay(lines):
     counters = {}
     last_seq = -1
-    for line in lines:
-        line = line.strip()
+    for raw in lines:
+        line = raw.strip()
         if not line or line.startswith("#"):
             continue
         seq, name, op, amount = line.split()

@@ -1,0 +1,265 @@
+"""Analysis tests: every analysis-time failure of agent_gate's rules, pinned.
+
+Each test analyzes a target that must fail (with
+`--allow_analysis_failures` set by analysistest) and checks that the message
+starts with the failing target's label and states the fix. The subjects are
+`manual`, so `bazel build //...` never analyzes them on its own.
+"""
+
+load("@bazel_skylib//lib:unittest.bzl", "analysistest", "asserts")
+load("//rules:defs.bzl", "agent_gate", "strong_property", "weak_property")
+
+_PREDICATE = "//tests/analysis/testdata:pass_test"
+_LEDGER = "//tests/analysis/testdata:ledger.txtpb"
+_TREES = "//tests/analysis/testdata/trees:"
+
+def _failure_test_impl(ctx):
+    env = analysistest.begin(ctx)
+    target = analysistest.target_under_test(env)
+    asserts.expect_failure(env, "%s: %s" % (target.label, ctx.attr.message))
+    return analysistest.end(env)
+
+failure_test = analysistest.make(
+    _failure_test_impl,
+    expect_failure = True,
+    attrs = {
+        "message": attr.string(
+            mandatory = True,
+            doc = "The failure message after `<label of target_under_test>: `, fix included.",
+        ),
+    },
+)
+
+def _commit_counts_failure_test_impl(ctx):
+    env = analysistest.begin(ctx)
+
+    # The message names the flag and the expected form, but not the gate
+    # target: rules/private/gate.bzl formats it without ctx.label.
+    asserts.expect_failure(env, "--@agent_gate//:commit_counts: \"abc123=three\" is not `<commit>=<count>`.")
+    return analysistest.end(env)
+
+commit_counts_failure_test = analysistest.make(
+    _commit_counts_failure_test_impl,
+    expect_failure = True,
+    config_settings = {str(Label("//:commit_counts")): "0123abc=2,abc123=three"},
+)
+
+def _property_case(name, rule, message, locality = ["tests/analysis/x"], **kwargs):
+    """A property subject `<name>_subject` that must fail, and its failure test `name`."""
+    rule(
+        name = name + "_subject",
+        test = _PREDICATE,
+        locality = locality,
+        tags = ["manual"],
+        **kwargs
+    )
+    failure_test(
+        name = name,
+        target_under_test = ":%s_subject" % name,
+        message = message,
+    )
+    return ":" + name
+
+def _gate_case(name, message, properties = [], **kwargs):
+    """An agent_gate subject `<name>_subject` that must fail, and its failure test `name`."""
+    agent_gate(
+        name = name + "_subject",
+        properties = properties,
+        ledger = _LEDGER,
+        **kwargs
+    )
+    failure_test(
+        name = name,
+        target_under_test = ":%s_subject" % name,
+        message = message,
+    )
+    return ":" + name
+
+def _sealed_case(name, subject, message):
+    """A failure test `name` of a sealed_fixtures subject in testdata/trees."""
+    failure_test(
+        name = name,
+        target_under_test = _TREES + subject,
+        message = message,
+    )
+    return ":" + name
+
+def failure_test_suite(name):
+    """Declares every failure subject and test of this file, and a test_suite `name`.
+
+    Args:
+      name: name of the test_suite grouping the tests.
+    """
+    tests = []
+
+    # --- strong_property / weak_property ---------------------------------
+    tests.append(_property_case(
+        "strong_property_empty_locality_test",
+        strong_property,
+        locality = [],
+        message = "a strong property needs a non-empty `locality`: the repo-relative path " +
+                  "prefixes it observes, e.g. locality = [\"api/handlers\"].",
+    ))
+    tests.append(_property_case(
+        "weak_property_empty_locality_test",
+        weak_property,
+        locality = [],
+        message = "a weak property needs a non-empty `locality`: the repo-relative path " +
+                  "prefixes it observes, e.g. locality = [\"api/handlers\"].",
+    ))
+    tests.append(_property_case(
+        "locality_empty_entry_test",
+        strong_property,
+        locality = ["tests/analysis/x", ""],
+        message = "locality entry \"\" is an empty path.",
+    ))
+    tests.append(_property_case(
+        "locality_absolute_test",
+        strong_property,
+        locality = ["/api"],
+        message = "locality entry \"/api\" is an absolute path (use a repo-relative one, e.g. \"api/handlers\").",
+    ))
+    tests.append(_property_case(
+        "locality_dotdot_test",
+        weak_property,
+        locality = ["api/../secrets"],
+        message = "locality entry \"api/../secrets\" is a path with an empty, \".\" or \"..\" component " +
+                  "(write it normalized, e.g. \"api/handlers\").",
+    ))
+    tests.append(_property_case(
+        "locality_dot_test",
+        strong_property,
+        locality = ["./api"],
+        message = "locality entry \"./api\" is a path with an empty, \".\" or \"..\" component " +
+                  "(write it normalized, e.g. \"api/handlers\").",
+    ))
+    tests.append(_property_case(
+        "locality_empty_component_test",
+        strong_property,
+        locality = ["a//b"],
+        message = "locality entry \"a//b\" is a path with an empty, \".\" or \"..\" component " +
+                  "(write it normalized, e.g. \"api/handlers\").",
+    ))
+    tests.append(_property_case(
+        "locality_backslash_test",
+        strong_property,
+        locality = ["api\\handlers"],
+        message = "locality entry \"api\\\\handlers\" is a path with a backslash or newline.",
+    ))
+    tests.append(_property_case(
+        "id_with_space_test",
+        strong_property,
+        id = "no secret fields",
+        message = "id \"no secret fields\" must not contain whitespace.",
+    ))
+    tests.append(_property_case(
+        "id_with_tab_test",
+        weak_property,
+        id = "keys\tpresent",
+        message = "id \"keys\\tpresent\" must not contain whitespace.",
+    ))
+    tests.append(_property_case(
+        "timeout_zero_test",
+        strong_property,
+        timeout_seconds = 0,
+        message = "timeout_seconds must be positive, got 0.",
+    ))
+    tests.append(_property_case(
+        "timeout_negative_test",
+        weak_property,
+        timeout_seconds = -5,
+        message = "timeout_seconds must be positive, got -5.",
+    ))
+
+    # --- agent_gate --------------------------------------------------------
+    strong_property(
+        name = "duplicate_id_first",
+        id = "dup.id",
+        test = _PREDICATE,
+        locality = ["tests/analysis/x"],
+        tags = ["manual"],
+    )
+    weak_property(
+        name = "duplicate_id_second",
+        id = "dup.id",
+        test = _PREDICATE,
+        locality = ["tests/analysis/y"],
+        tags = ["manual"],
+    )
+    tests.append(_gate_case(
+        "gate_duplicate_ids_test",
+        properties = [":duplicate_id_first", ":duplicate_id_second"],
+        message = "property id \"dup.id\" is declared twice, by //tests/analysis:duplicate_id_first " +
+                  "and //tests/analysis:duplicate_id_second; ids must be unique in a catalog.",
+    ))
+    tests.append(_gate_case(
+        "gate_negative_debt_cap_test",
+        debt_cap = -1,
+        message = "debt_cap must be >= 0, got -1.",
+    ))
+    tests.append(_gate_case(
+        "gate_rule_set_path_absolute_test",
+        rule_set_paths = ["MODULE.bazel", "/etc/agent_gate"],
+        message = "rule_set_paths entry \"/etc/agent_gate\" is an absolute path " +
+                  "(use a repo-relative one, e.g. \"api/handlers\").",
+    ))
+    tests.append(_gate_case(
+        "gate_rule_set_path_dotdot_test",
+        rule_set_paths = ["../vendor/agent_gate"],
+        message = "rule_set_paths entry \"../vendor/agent_gate\" is a path with an empty, \".\" or \"..\" " +
+                  "component (write it normalized, e.g. \"api/handlers\").",
+    ))
+
+    agent_gate(
+        name = "gate_bad_commit_counts_subject",
+        properties = [],
+        ledger = _LEDGER,
+    )
+    commit_counts_failure_test(
+        name = "gate_malformed_commit_counts_test",
+        target_under_test = ":gate_bad_commit_counts_subject",
+    )
+    tests.append(":gate_malformed_commit_counts_test")
+
+    # --- sealed_fixtures (subjects in testdata/trees) ------------------------
+    tests.append(_sealed_case(
+        "sealed_src_outside_tree_test",
+        "src_outside_tree",
+        message = "tests/analysis/testdata/trees/outside.txt is outside the fixture tree " +
+                  "tests/analysis/testdata/trees/inside; list only files under it (or set `root`).",
+    ))
+    tests.append(_sealed_case(
+        "sealed_src_is_root_test",
+        "src_is_root",
+        message = "tests/analysis/testdata/trees/inside/x.txt is outside the fixture tree " +
+                  "tests/analysis/testdata/trees/inside/x.txt; list only files under it (or set `root`).",
+    ))
+    tests.append(_sealed_case(
+        "sealed_src_generated_test",
+        "src_generated",
+        message = "tests/analysis/testdata/trees/inside/generated.txt is generated; " +
+                  "sealed fixtures must be committed source files.",
+    ))
+    tests.append(_sealed_case(
+        "sealed_seal_in_tree_without_suffix_test",
+        "seal_in_tree_without_suffix",
+        message = "the seal file tests/analysis/testdata/trees/inside/seal.txt is inside the tree " +
+                  "tests/analysis/testdata/trees/inside but does not end in `.seal`, so the seal " +
+                  "would hash itself. Name it `<something>.seal`.",
+    ))
+    tests.append(_sealed_case(
+        "sealed_root_absolute_test",
+        "root_absolute",
+        message = "root = \"/inside\" is an absolute path (use a repo-relative one, e.g. \"api/handlers\").",
+    ))
+    tests.append(_sealed_case(
+        "sealed_root_dotdot_test",
+        "root_dotdot",
+        message = "root = \"../trees/inside\" is a path with an empty, \".\" or \"..\" component " +
+                  "(write it normalized, e.g. \"api/handlers\").",
+    ))
+
+    native.test_suite(
+        name = name,
+        tests = tests,
+    )

@@ -1,0 +1,208 @@
+"""Analysis tests: PropertyInfo and SealedFixturesInfo, and the actions behind them."""
+
+load("@bazel_skylib//lib:unittest.bzl", "analysistest", "asserts")
+load("//rules:defs.bzl", "PropertyInfo", "SealedFixturesInfo", "strong_property", "weak_property")
+
+_FIX = "//tests/analysis/testdata/fix"
+_ROOTED = "//tests/analysis/testdata/trees:rooted"
+
+def _canonical(labels):
+    return [str(Label(label)) for label in labels]
+
+def _short_paths(files):
+    return [f.short_path for f in files]
+
+def _property_info_test_impl(ctx):
+    env = analysistest.begin(ctx)
+    target = analysistest.target_under_test(env)
+    info = target[PropertyInfo]
+
+    asserts.equals(env, ctx.attr.expected_id, info.id, "id")
+    asserts.equals(env, ctx.attr.expected_strength, info.strength, "strength")
+    asserts.equals(env, ctx.attr.expected_locality, info.locality, "locality (normalized)")
+    asserts.equals(
+        env,
+        _canonical(ctx.attr.expected_fixtures),
+        [str(tree.label) for tree in info.fixtures],
+        "fixtures (SealedFixturesInfo of each sealed_fixtures target, in order)",
+    )
+    for tree in info.fixtures:
+        asserts.true(env, type(tree.rel_paths) == "list", "fixtures must carry SealedFixturesInfo")
+    asserts.equals(env, ctx.attr.expected_predicate_srcs, info.predicate_srcs, "predicate_srcs")
+    asserts.equals(env, ctx.attr.expected_package, info.package, "package")
+    asserts.equals(env, ctx.attr.expected_timeout_seconds, info.timeout_seconds, "timeout_seconds")
+    asserts.equals(env, target.label, info.label, "label")
+    asserts.equals(env, ctx.workspace_name, info.workspace_name, "workspace_name")
+
+    # The property is itself a test: its executable is a symlink to the wrapped
+    # test's executable, and its runfiles carry the predicate and the fixtures.
+    executable = target[DefaultInfo].files_to_run.executable
+    asserts.equals(env, executable, info.executable, "executable is the target's own executable")
+    asserts.equals(env, target.label.name, executable.basename, "executable name")
+    symlinks = [
+        action
+        for action in analysistest.target_actions(env)
+        if action.mnemonic == "Symlink" and executable in action.outputs.to_list()
+    ]
+    asserts.equals(env, 1, len(symlinks), "one Symlink action creates the executable")
+    runfiles = _short_paths(info.runfiles.files.to_list())
+    for tree in info.fixtures:
+        for path in tree.rel_paths:
+            asserts.true(env, path in runfiles, "fixture %s must be in the runfiles" % path)
+    for path in ctx.attr.expected_predicate_srcs:
+        if path.endswith(".sh"):
+            asserts.true(env, path in runfiles, "sh_test source %s must be in the runfiles" % path)
+    return analysistest.end(env)
+
+property_info_test = analysistest.make(
+    _property_info_test_impl,
+    attrs = {
+        "expected_id": attr.string(mandatory = True),
+        "expected_strength": attr.string(mandatory = True, values = ["strong", "weak"]),
+        "expected_locality": attr.string_list(mandatory = True),
+        "expected_fixtures": attr.string_list(doc = "Labels of the sealed_fixtures targets, in order."),
+        "expected_predicate_srcs": attr.string_list(mandatory = True),
+        "expected_package": attr.string(mandatory = True),
+        "expected_timeout_seconds": attr.int(mandatory = True),
+    },
+)
+
+def _sealed_fixtures_info_test_impl(ctx):
+    env = analysistest.begin(ctx)
+    target = analysistest.target_under_test(env)
+    info = target[SealedFixturesInfo]
+
+    asserts.equals(env, target.label, info.label, "label")
+    asserts.equals(env, ctx.attr.expected_root, info.root, "root")
+    asserts.equals(env, ctx.attr.expected_rel_paths, info.rel_paths, "rel_paths")
+    files = info.files.to_list()
+    asserts.equals(env, ctx.attr.expected_rel_paths, _short_paths(files), "files")
+    for f in files:
+        asserts.true(env, f.is_source, "%s must be a source file" % f.short_path)
+
+    asserts.equals(env, ctx.attr.expected_seal, info.expected_seal.short_path, "expected_seal")
+    asserts.true(env, info.expected_seal.is_source, "expected_seal is the committed file")
+    asserts.false(env, info.actual_seal.is_source, "actual_seal is built")
+    asserts.equals(env, target.label.name + ".actual.seal", info.actual_seal.basename, "actual_seal name")
+    asserts.equals(env, [info.actual_seal], target[DefaultInfo].files.to_list(), "DefaultInfo files")
+
+    seals = [a for a in analysistest.target_actions(env) if a.mnemonic == "FixtureSeal"]
+    asserts.equals(env, 1, len(seals), "exactly one FixtureSeal action")
+    if len(seals) == 1:
+        action = seals[0]
+        asserts.equals(env, [info.actual_seal], action.outputs.to_list(), "FixtureSeal outputs")
+        inputs = action.inputs.to_list()
+        for f in files:
+            asserts.true(env, f in inputs, "FixtureSeal must read %s" % f.short_path)
+        asserts.false(env, info.expected_seal in inputs, "FixtureSeal must not hash the committed seal")
+        for f in inputs:
+            if f.is_source and f.short_path.startswith(info.root + "/"):
+                asserts.false(env, f.extension == "seal", "FixtureSeal must not hash %s" % f.short_path)
+        argv = action.argv
+        out = argv.index("--out") if "--out" in argv else -1
+        asserts.true(env, out >= 0 and out + 1 < len(argv), "FixtureSeal argv has --out: %s" % argv)
+        if out >= 0 and out + 1 < len(argv):
+            asserts.equals(env, info.actual_seal.path, argv[out + 1], "--out is the actual seal")
+    return analysistest.end(env)
+
+sealed_fixtures_info_test = analysistest.make(
+    _sealed_fixtures_info_test_impl,
+    attrs = {
+        "expected_root": attr.string(mandatory = True),
+        "expected_rel_paths": attr.string_list(mandatory = True),
+        "expected_seal": attr.string(mandatory = True, doc = "short_path of the committed seal."),
+    },
+)
+
+def provider_test_suite(name):
+    """Declares the provider subjects and tests of this file, and a test_suite `name`.
+
+    Args:
+      name: name of the test_suite grouping the tests.
+    """
+    strong_property(
+        name = "info_strong",
+        test = "//tests/analysis/testdata:pass_test",
+        locality = [
+            "tests/analysis/x/api/",
+            "tests/analysis/shared",
+        ],
+        fixtures = [
+            _FIX,
+            _ROOTED,
+        ],
+        timeout_seconds = 42,
+        tags = ["manual"],
+    )
+    property_info_test(
+        name = "strong_property_info_test",
+        target_under_test = ":info_strong",
+        expected_id = "info_strong",
+        expected_strength = "strong",
+        expected_locality = [
+            "tests/analysis/x/api",
+            "tests/analysis/shared",
+        ],
+        expected_fixtures = [
+            _FIX,
+            _ROOTED,
+        ],
+        expected_predicate_srcs = ["tests/analysis/testdata/pass.sh"],
+        expected_package = "tests/analysis",
+        expected_timeout_seconds = 42,
+    )
+
+    weak_property(
+        name = "info_weak",
+        id = "info.weak_custom_id",
+        test = "//tests/analysis/testdata:predicate_test",
+        locality = ["tests/analysis/x"],
+        tags = ["manual"],
+    )
+    property_info_test(
+        name = "weak_property_info_test",
+        target_under_test = ":info_weak",
+        expected_id = "info.weak_custom_id",
+        expected_strength = "weak",
+        expected_locality = ["tests/analysis/x"],
+        expected_fixtures = [],
+        expected_predicate_srcs = [
+            "tests/analysis/testdata/helper.py",
+            "tests/analysis/testdata/predicate_main.py",
+        ],
+        expected_package = "tests/analysis",
+        expected_timeout_seconds = 300,
+    )
+
+    sealed_fixtures_info_test(
+        name = "sealed_fixtures_default_root_test",
+        target_under_test = _FIX,
+        expected_root = "tests/analysis/testdata/fix",
+        expected_rel_paths = [
+            "tests/analysis/testdata/fix/BUILD.bazel",
+            "tests/analysis/testdata/fix/a.txt",
+            "tests/analysis/testdata/fix/sub/b.json",
+        ],
+        expected_seal = "tests/analysis/testdata/fix/fix.seal",
+    )
+    sealed_fixtures_info_test(
+        name = "sealed_fixtures_explicit_root_test",
+        target_under_test = _ROOTED,
+        expected_root = "tests/analysis/testdata/trees/inside",
+        expected_rel_paths = [
+            "tests/analysis/testdata/trees/inside/deep/y.txt",
+            "tests/analysis/testdata/trees/inside/seal.txt",
+            "tests/analysis/testdata/trees/inside/x.txt",
+        ],
+        expected_seal = "tests/analysis/testdata/trees/rooted.seal",
+    )
+
+    native.test_suite(
+        name = name,
+        tests = [
+            ":strong_property_info_test",
+            ":weak_property_info_test",
+            ":sealed_fixtures_default_root_test",
+            ":sealed_fixtures_explicit_root_test",
+        ],
+    )
