@@ -21,6 +21,7 @@ def _maybe(rule, name, **kwargs):
     if name not in native.existing_rules():
         rule(name = name, **kwargs)
 
+# buildifier: disable=unnamed-macro
 def agent_gate_dependencies():
     """Declares every repository agent_gate and Bazel 4.2.3 need, served offline.
 
@@ -31,12 +32,14 @@ def agent_gate_dependencies():
     _maybe(offline_repository, "remote_coverage_tools", marker = Label("//tools:offline/remote_coverage_tools/WORKSPACE.offline"))
     _maybe(offline_repository, "rules_cc", marker = Label("//tools:offline/rules_cc/WORKSPACE.offline"))
     _maybe(offline_repository, "rules_python", marker = Label("//tools:offline/rules_python/WORKSPACE.offline"))
+    _maybe(offline_repository, "rules_shell", marker = Label("//tools:offline/rules_shell/WORKSPACE.offline"))
     _maybe(offline_repository, "com_google_protobuf", marker = Label("//tools:offline/com_google_protobuf/WORKSPACE.offline"))
     _maybe(debian_repository, "rules_java", package = "bazel-rules-java", path = "/usr/share/bazel/rules/java")
     _maybe(python_environment, "agent_gate_python")
     _maybe(pypi_shim, "pypi", requirements = Label("//tools:requirements.in"))
     native.register_toolchains("@agent_gate_python//:toolchain")
 
+# buildifier: disable=unnamed-macro
 def agent_gate_dev_dependencies():
     """Repositories only agent_gate's own tests need (analysis tests use skylib)."""
     _maybe(debian_repository, "bazel_skylib", package = "bazel-skylib", path = "/usr/share/bazel/tools/skylib")

@@ -1,7 +1,7 @@
 """`agent_gate` and `full_strong_pass`: double runs as actions, the quorum as a test."""
 
 load("//rules:providers.bzl", "PropertyInfo")
-load(":flags.bzl", "FlagValueInfo")
+load("//rules:settings.bzl", "FlagValueInfo")
 load(":paths.bzl", "prefix_error", "repo_relative", "rlocation")
 
 def _flag(ctx, name):

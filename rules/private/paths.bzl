@@ -1,7 +1,14 @@
 """Path helpers shared by agent_gate's rules."""
 
 def repo_relative(file):
-    """Path of a File relative to the root of the repository that owns it."""
+    """Path of a File relative to the root of the repository that owns it.
+
+    Args:
+      file: a source or generated File.
+
+    Returns:
+      The path as `find` run from that repository's root would print it.
+    """
     path = file.short_path
     if path.startswith("../"):
         # External repository files: "../<repo>/<path>".
@@ -9,14 +16,29 @@ def repo_relative(file):
     return path
 
 def rlocation(ctx, file):
-    """The runfiles path (`<repo>/<path>`) of a File, for the runfiles library."""
+    """The runfiles path (`<repo>/<path>`) of a File, for the runfiles library.
+
+    Args:
+      ctx: the rule context (for the main repository's name).
+      file: a File in the rule's runfiles.
+
+    Returns:
+      The path to hand to `Rlocation`.
+    """
     path = file.short_path
     if path.startswith("../"):
         return path[3:]
     return ctx.workspace_name + "/" + path
 
 def prefix_error(prefix):
-    """Why a locality prefix or fixture root is invalid, or None."""
+    """Why a locality prefix or fixture root is invalid.
+
+    Args:
+      prefix: a repo-relative path prefix as a BUILD file spells it.
+
+    Returns:
+      A phrase saying what is wrong, or None for a valid prefix.
+    """
     if not prefix:
         return "an empty path"
     if prefix.startswith("/"):

@@ -4,17 +4,21 @@ load("//rules:providers.bzl", "PropertyInfo", "SealedFixturesInfo")
 load(":paths.bzl", "normalize_prefix", "prefix_error", "repo_relative")
 
 PredicateSourcesInfo = provider(
-    doc = "Repo-relative `srcs` of a test target: the predicate a property runs.",
-    fields = {"paths": "list of repo-relative source paths."},
+    doc = "What a property needs to know of the test it wraps.",
+    fields = {
+        "paths": "list of repo-relative `srcs`: the predicate a property runs.",
+        "unforwarded": "attributes set on the test that a property cannot carry into its runs.",
+    },
 )
 
-def _predicate_sources_aspect_impl(target, ctx):
+def _predicate_sources_aspect_impl(_target, ctx):
     paths = []
     if hasattr(ctx.rule.attr, "srcs"):
         for src in ctx.rule.files.srcs:
             if src.is_source:
                 paths.append(repo_relative(src))
-    return [PredicateSourcesInfo(paths = paths)]
+    unforwarded = [name for name in ("args", "env") if getattr(ctx.rule.attr, name, None)]
+    return [PredicateSourcesInfo(paths = paths, unforwarded = unforwarded)]
 
 predicate_sources_aspect = aspect(
     implementation = _predicate_sources_aspect_impl,
@@ -38,6 +42,11 @@ def _validate(ctx, strength):
 
 def _property_impl(ctx, strength):
     property_id = _validate(ctx, strength)
+    unforwarded = ctx.attr.test[PredicateSourcesInfo].unforwarded
+    if unforwarded:
+        fail(("%s: the wrapped test %s sets `%s`, which a property cannot carry into its double " +
+              "run (the runs would differ from `bazel test`); move them into the test itself.") %
+             (ctx.label, ctx.attr.test.label, "` and `".join(unforwarded)))
     test_executable = ctx.executable.test
     executable = ctx.actions.declare_file(ctx.label.name)
     ctx.actions.symlink(output = executable, target_file = test_executable, is_executable = True)

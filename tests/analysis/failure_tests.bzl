@@ -33,16 +33,26 @@ failure_test = analysistest.make(
 def _commit_counts_failure_test_impl(ctx):
     env = analysistest.begin(ctx)
 
-    # The message names the flag and the expected form, but not the gate
-    # target: rules/private/gate.bzl formats it without ctx.label.
-    asserts.expect_failure(env, "--@agent_gate//:commit_counts: \"abc123=three\" is not `<commit>=<count>`.")
+    # The message names the flag, the bad item and the expected form, but not
+    # the gate target: rules/private/gate.bzl formats it without ctx.label.
+    asserts.expect_failure(env, "--@agent_gate//:commit_counts: %s" % ctx.attr.message)
     return analysistest.end(env)
 
-commit_counts_failure_test = analysistest.make(
-    _commit_counts_failure_test_impl,
-    expect_failure = True,
-    config_settings = {str(Label("//:commit_counts")): "0123abc=2,abc123=three"},
-)
+def _commit_counts_failure_test(value):
+    return analysistest.make(
+        _commit_counts_failure_test_impl,
+        expect_failure = True,
+        attrs = {
+            "message": attr.string(mandatory = True, doc = "The failure message after the flag's name."),
+        },
+        config_settings = {str(Label("//:commit_counts")): value},
+    )
+
+# A count that is not a number, after a well-formed item.
+commit_counts_not_a_number_test = _commit_counts_failure_test("0123abc=2,abc123=three")
+
+# An item without `=<count>`.
+commit_counts_without_count_test = _commit_counts_failure_test("abc123")
 
 def _property_case(name, rule, message, locality = ["tests/analysis/x"], **kwargs):
     """A property subject `<name>_subject` that must fail, and its failure test `name`."""
@@ -215,11 +225,18 @@ def failure_test_suite(name):
         properties = [],
         ledger = _LEDGER,
     )
-    commit_counts_failure_test(
-        name = "gate_malformed_commit_counts_test",
+    commit_counts_not_a_number_test(
+        name = "gate_commit_counts_not_a_number_test",
         target_under_test = ":gate_bad_commit_counts_subject",
+        message = "\"abc123=three\" is not `<commit>=<count>`.",
     )
-    tests.append(":gate_malformed_commit_counts_test")
+    commit_counts_without_count_test(
+        name = "gate_commit_counts_without_count_test",
+        target_under_test = ":gate_bad_commit_counts_subject",
+        message = "\"abc123\" is not `<commit>=<count>`.",
+    )
+    tests.append(":gate_commit_counts_not_a_number_test")
+    tests.append(":gate_commit_counts_without_count_test")
 
     # --- sealed_fixtures (subjects in testdata/trees) ------------------------
     tests.append(_sealed_case(

@@ -6,9 +6,6 @@ load("//rules:defs.bzl", "PropertyInfo", "SealedFixturesInfo", "strong_property"
 _FIX = "//tests/analysis/testdata/fix"
 _ROOTED = "//tests/analysis/testdata/trees:rooted"
 
-def _canonical(labels):
-    return [str(Label(label)) for label in labels]
-
 def _short_paths(files):
     return [f.short_path for f in files]
 
@@ -20,14 +17,13 @@ def _property_info_test_impl(ctx):
     asserts.equals(env, ctx.attr.expected_id, info.id, "id")
     asserts.equals(env, ctx.attr.expected_strength, info.strength, "strength")
     asserts.equals(env, ctx.attr.expected_locality, info.locality, "locality (normalized)")
+    expected_trees = [f[SealedFixturesInfo] for f in ctx.attr.expected_fixtures]
     asserts.equals(
         env,
-        _canonical(ctx.attr.expected_fixtures),
-        [str(tree.label) for tree in info.fixtures],
-        "fixtures (SealedFixturesInfo of each sealed_fixtures target, in order)",
+        [(str(t.label), t.root, t.actual_seal) for t in expected_trees],
+        [(str(t.label), t.root, t.actual_seal) for t in info.fixtures],
+        "fixtures: the SealedFixturesInfo of each sealed_fixtures target, in order",
     )
-    for tree in info.fixtures:
-        asserts.true(env, type(tree.rel_paths) == "list", "fixtures must carry SealedFixturesInfo")
     asserts.equals(env, ctx.attr.expected_predicate_srcs, info.predicate_srcs, "predicate_srcs")
     asserts.equals(env, ctx.attr.expected_package, info.package, "package")
     asserts.equals(env, ctx.attr.expected_timeout_seconds, info.timeout_seconds, "timeout_seconds")
@@ -39,28 +35,38 @@ def _property_info_test_impl(ctx):
     executable = target[DefaultInfo].files_to_run.executable
     asserts.equals(env, executable, info.executable, "executable is the target's own executable")
     asserts.equals(env, target.label.name, executable.basename, "executable name")
+    wrapped = ctx.attr.expected_test[DefaultInfo].files_to_run.executable
     symlinks = [
         action
         for action in analysistest.target_actions(env)
-        if action.mnemonic == "Symlink" and executable in action.outputs.to_list()
+        if action.mnemonic in ("Symlink", "ExecutableSymlink") and executable in action.outputs.to_list()
     ]
-    asserts.equals(env, 1, len(symlinks), "one Symlink action creates the executable")
+    asserts.equals(env, 1, len(symlinks), "one symlink action creates the executable")
+    if len(symlinks) == 1:
+        asserts.true(
+            env,
+            wrapped in symlinks[0].inputs.to_list(),
+            "the executable points at the wrapped test's executable %s" % wrapped.short_path,
+        )
     runfiles = _short_paths(info.runfiles.files.to_list())
     for tree in info.fixtures:
         for path in tree.rel_paths:
             asserts.true(env, path in runfiles, "fixture %s must be in the runfiles" % path)
     for path in ctx.attr.expected_predicate_srcs:
-        if path.endswith(".sh"):
-            asserts.true(env, path in runfiles, "sh_test source %s must be in the runfiles" % path)
+        asserts.true(env, path in runfiles, "predicate source %s must be in the runfiles" % path)
     return analysistest.end(env)
 
 property_info_test = analysistest.make(
     _property_info_test_impl,
     attrs = {
+        "expected_test": attr.label(mandatory = True, doc = "The wrapped test target."),
         "expected_id": attr.string(mandatory = True),
         "expected_strength": attr.string(mandatory = True, values = ["strong", "weak"]),
         "expected_locality": attr.string_list(mandatory = True),
-        "expected_fixtures": attr.string_list(doc = "Labels of the sealed_fixtures targets, in order."),
+        "expected_fixtures": attr.label_list(
+            providers = [SealedFixturesInfo],
+            doc = "The sealed_fixtures targets the property must carry, in order.",
+        ),
         "expected_predicate_srcs": attr.string_list(mandatory = True),
         "expected_package": attr.string(mandatory = True),
         "expected_timeout_seconds": attr.int(mandatory = True),
@@ -137,6 +143,7 @@ def provider_test_suite(name):
     property_info_test(
         name = "strong_property_info_test",
         target_under_test = ":info_strong",
+        expected_test = "//tests/analysis/testdata:pass_test",
         expected_id = "info_strong",
         expected_strength = "strong",
         expected_locality = [
@@ -162,6 +169,7 @@ def provider_test_suite(name):
     property_info_test(
         name = "weak_property_info_test",
         target_under_test = ":info_weak",
+        expected_test = "//tests/analysis/testdata:predicate_test",
         expected_id = "info.weak_custom_id",
         expected_strength = "weak",
         expected_locality = ["tests/analysis/x"],

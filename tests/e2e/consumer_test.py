@@ -1,4 +1,4 @@
-"""A consumer workspace outside the root package tree, built through agent_gate_dependencies() alone.
+"""A consumer workspace outside the root package tree, built by agent_gate_dependencies() alone.
 
 examples/consumer is listed in .bazelignore; its WORKSPACE declares only
 `local_repository(agent_gate)` and `agent_gate_dependencies()`. Its py_binary

@@ -12,7 +12,9 @@ from agent_gate import ledger, quorum
 
 SEAL = "a" * 64
 CATALOG = (
-    quorum.PropertySpec(id="counter", strength="strong", locality=("store",), fixture_roots=("fx",)),
+    quorum.PropertySpec(
+        id="counter", strength="strong", locality=("store",), fixture_roots=("fx",)
+    ),
     quorum.PropertySpec(id="resp", strength="strong", locality=("api",), fixture_roots=("fx",)),
 )
 RESULTS = {
@@ -45,7 +47,9 @@ def _inputs(result: str, seal: str, ledger_column: str) -> quorum.GateInputs:
         catalog=CATALOG,
         changed_paths=changed,
         outcomes={"counter": quorum.RunOutcome(codes), "resp": quorum.RunOutcome((0, 0))},
-        fixtures=(quorum.FixtureSeal("fx", "fx/fx.seal", SEAL, SEAL if seal == "match" else "b" * 64),),
+        fixtures=(
+            quorum.FixtureSeal("fx", "fx/fx.seal", SEAL, SEAL if seal == "match" else "b" * 64),
+        ),
         ledger=rows,
         commit_counts={"": 0},
         debt_cap=debt_cap,

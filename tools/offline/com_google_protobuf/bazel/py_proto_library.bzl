@@ -5,6 +5,8 @@ provides the generated `_pb2.py` files as a Python library, importable by the
 same module path as protobuf's own rule gives (`from proto import x_pb2`).
 """
 
+# Bazel 4.2.3 has ProtoInfo only as a global; this shim never runs on Bazel >= 7.
+# buildifier: disable=native-proto-info
 def _py_proto_library_impl(ctx):
     outputs = []
     for dep in ctx.attr.deps:
@@ -48,6 +50,7 @@ py_proto_library = rule(
     implementation = _py_proto_library_impl,
     doc = "Python code generated from `proto_library` targets (Bazel 4.2.3 stand-in).",
     attrs = {
+        # buildifier: disable=native-proto-info
         "deps": attr.label_list(providers = [ProtoInfo], doc = "`proto_library` targets."),
         "_protoc": attr.label(
             default = Label("@com_google_protobuf//:protoc"),

@@ -1,4 +1,4 @@
-"""String build settings of agent_gate (defined in the root BUILD.bazel)."""
+"""The build settings of agent_gate: string flags defined in its root BUILD.bazel."""
 
 FlagValueInfo = provider(
     doc = "The value of an agent_gate build setting.",
