@@ -131,8 +131,8 @@ def _gate_impl(ctx):
     commit_counts = {}
     for item in _split(_flag(ctx, "_commit_counts")):
         sha, _, count = item.partition("=")
-        if not count.isdigit():
-            fail("--@agent_gate//:commit_counts: %r is not `<commit>=<count>`." % item)
+        if not sha or not count.isdigit():
+            fail("%s: --@agent_gate//:commit_counts item %r is not `<commit>=<count>` (e.g. 3f2a9c1=4)." % (ctx.label, item))
         commit_counts[sha] = int(count)
 
     config = ctx.actions.declare_file(ctx.label.name + ".gate.json")

@@ -40,11 +40,11 @@ def prefix_error(prefix):
       A phrase saying what is wrong, or None for a valid prefix.
     """
     if not prefix:
-        return "an empty path"
+        return "an empty path (remove the entry, or name a directory, e.g. \"api/handlers\")"
     if prefix.startswith("/"):
         return "an absolute path (use a repo-relative one, e.g. \"api/handlers\")"
     if "\\" in prefix or "\n" in prefix:
-        return "a path with a backslash or newline"
+        return "a path with a backslash or newline (use forward slashes, e.g. \"api/handlers\")"
     trimmed = prefix[:-1] if prefix.endswith("/") else prefix
     for component in trimmed.split("/"):
         if component in ("", ".", ".."):

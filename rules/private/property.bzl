@@ -34,8 +34,9 @@ def _validate(ctx, strength):
         if problem:
             fail("%s: locality entry %r is %s." % (ctx.label, prefix, problem))
     property_id = ctx.attr.id or ctx.label.name
-    if " " in property_id or "\n" in property_id or "\t" in property_id:
-        fail("%s: id %r must not contain whitespace." % (ctx.label, property_id))
+    # Ids name output files and flags: letters, digits, '.', '_' and '-' only.
+    if property_id in (".", "..") or [c for c in property_id.elems() if not (c.isalnum() or c in "._-")]:
+        fail("%s: id %r may only use letters, digits, '.', '_' and '-' (e.g. \"counter.monotonic_under_replay\")." % (ctx.label, property_id))
     if ctx.attr.timeout_seconds <= 0:
         fail("%s: timeout_seconds must be positive, got %d." % (ctx.label, ctx.attr.timeout_seconds))
     return property_id

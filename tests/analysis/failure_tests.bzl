@@ -12,6 +12,7 @@ load("//rules:defs.bzl", "agent_gate", "strong_property", "weak_property")
 _PREDICATE = "//tests/analysis/testdata:pass_test"
 _LEDGER = "//tests/analysis/testdata:ledger.txtpb"
 _TREES = "//tests/analysis/testdata/trees:"
+_ID_FIX = "id %s may only use letters, digits, '.', '_' and '-' (e.g. \"counter.monotonic_under_replay\")."
 
 def _failure_test_impl(ctx):
     env = analysistest.begin(ctx)
@@ -33,9 +34,8 @@ failure_test = analysistest.make(
 def _commit_counts_failure_test_impl(ctx):
     env = analysistest.begin(ctx)
 
-    # The message names the flag, the bad item and the expected form, but not
-    # the gate target: rules/private/gate.bzl formats it without ctx.label.
-    asserts.expect_failure(env, "--@agent_gate//:commit_counts: %s" % ctx.attr.message)
+    target = analysistest.target_under_test(env)
+    asserts.expect_failure(env, "%s: --@agent_gate//:commit_counts item %s" % (target.label, ctx.attr.message))
     return analysistest.end(env)
 
 def _commit_counts_failure_test(value):
@@ -54,11 +54,14 @@ commit_counts_not_a_number_test = _commit_counts_failure_test("0123abc=2,abc123=
 # An item without `=<count>`.
 commit_counts_without_count_test = _commit_counts_failure_test("abc123")
 
-def _property_case(name, rule, message, locality = ["tests/analysis/x"], **kwargs):
+# A count without a commit.
+commit_counts_without_commit_test = _commit_counts_failure_test("=3")
+
+def _property_case(name, rule, message, locality = ["tests/analysis/x"], test_override = None, **kwargs):
     """A property subject `<name>_subject` that must fail, and its failure test `name`."""
     rule(
         name = name + "_subject",
-        test = _PREDICATE,
+        test = test_override or _PREDICATE,
         locality = locality,
         tags = ["manual"],
         **kwargs
@@ -86,10 +89,10 @@ def _gate_case(name, message, properties = [], **kwargs):
     return ":" + name
 
 def _sealed_case(name, subject, message):
-    """A failure test `name` of a sealed_fixtures subject in testdata/trees."""
+    """A failure test `name` of the sealed_fixtures target `subject` (declared in a BUILD file)."""
     failure_test(
         name = name,
-        target_under_test = _TREES + subject,
+        target_under_test = subject,
         message = message,
     )
     return ":" + name
@@ -121,7 +124,7 @@ def failure_test_suite(name):
         "locality_empty_entry_test",
         strong_property,
         locality = ["tests/analysis/x", ""],
-        message = "locality entry \"\" is an empty path.",
+        message = "locality entry \"\" is an empty path (remove the entry, or name a directory, e.g. \"api/handlers\").",
     ))
     tests.append(_property_case(
         "locality_absolute_test",
@@ -154,19 +157,40 @@ def failure_test_suite(name):
         "locality_backslash_test",
         strong_property,
         locality = ["api\\handlers"],
-        message = "locality entry \"api\\\\handlers\" is a path with a backslash or newline.",
+        message = "locality entry \"api\\\\handlers\" is a path with a backslash or newline " +
+                  "(use forward slashes, e.g. \"api/handlers\").",
     ))
     tests.append(_property_case(
         "id_with_space_test",
         strong_property,
         id = "no secret fields",
-        message = "id \"no secret fields\" must not contain whitespace.",
+        message = _ID_FIX % "\"no secret fields\"",
     ))
     tests.append(_property_case(
         "id_with_tab_test",
         weak_property,
         id = "keys\tpresent",
-        message = "id \"keys\\tpresent\" must not contain whitespace.",
+        message = _ID_FIX % "\"keys\\tpresent\"",
+    ))
+    tests.append(_property_case(
+        "id_escaping_the_package_test",
+        strong_property,
+        id = "../../escape",
+        message = _ID_FIX % "\"../../escape\"",
+    ))
+    tests.append(_property_case(
+        "id_with_slash_test",
+        weak_property,
+        id = "resp/keys",
+        message = _ID_FIX % "\"resp/keys\"",
+    ))
+    tests.append(_property_case(
+        "wrapped_test_with_args_test",
+        strong_property,
+        test_override = "//tests/analysis/testdata:with_args_test",
+        message = "the wrapped test //tests/analysis/testdata:with_args_test sets `args` and `env`, " +
+                  "which a property cannot carry into its double run (the runs would differ from " +
+                  "`bazel test`); move them into the test itself.",
     ))
     tests.append(_property_case(
         "timeout_zero_test",
@@ -228,50 +252,56 @@ def failure_test_suite(name):
     commit_counts_not_a_number_test(
         name = "gate_commit_counts_not_a_number_test",
         target_under_test = ":gate_bad_commit_counts_subject",
-        message = "\"abc123=three\" is not `<commit>=<count>`.",
+        message = "\"abc123=three\" is not `<commit>=<count>` (e.g. 3f2a9c1=4).",
     )
     commit_counts_without_count_test(
         name = "gate_commit_counts_without_count_test",
         target_under_test = ":gate_bad_commit_counts_subject",
-        message = "\"abc123\" is not `<commit>=<count>`.",
+        message = "\"abc123\" is not `<commit>=<count>` (e.g. 3f2a9c1=4).",
     )
+    commit_counts_without_commit_test(
+        name = "gate_commit_counts_without_commit_test",
+        target_under_test = ":gate_bad_commit_counts_subject",
+        message = "\"=3\" is not `<commit>=<count>` (e.g. 3f2a9c1=4).",
+    )
+    tests.append(":gate_commit_counts_without_commit_test")
     tests.append(":gate_commit_counts_not_a_number_test")
     tests.append(":gate_commit_counts_without_count_test")
 
     # --- sealed_fixtures (subjects in testdata/trees) ------------------------
     tests.append(_sealed_case(
         "sealed_src_outside_tree_test",
-        "src_outside_tree",
+        _TREES + "src_outside_tree",
         message = "tests/analysis/testdata/trees/outside.txt is outside the fixture tree " +
                   "tests/analysis/testdata/trees/inside; list only files under it (or set `root`).",
     ))
     tests.append(_sealed_case(
         "sealed_src_is_root_test",
-        "src_is_root",
+        _TREES + "src_is_root",
         message = "tests/analysis/testdata/trees/inside/x.txt is outside the fixture tree " +
                   "tests/analysis/testdata/trees/inside/x.txt; list only files under it (or set `root`).",
     ))
     tests.append(_sealed_case(
         "sealed_src_generated_test",
-        "src_generated",
+        _TREES + "src_generated",
         message = "tests/analysis/testdata/trees/inside/generated.txt is generated; " +
                   "sealed fixtures must be committed source files.",
     ))
     tests.append(_sealed_case(
         "sealed_seal_in_tree_without_suffix_test",
-        "seal_in_tree_without_suffix",
+        _TREES + "seal_in_tree_without_suffix",
         message = "the seal file tests/analysis/testdata/trees/inside/seal.txt is inside the tree " +
                   "tests/analysis/testdata/trees/inside but does not end in `.seal`, so the seal " +
                   "would hash itself. Name it `<something>.seal`.",
     ))
     tests.append(_sealed_case(
         "sealed_root_absolute_test",
-        "root_absolute",
+        _TREES + "root_absolute",
         message = "root = \"/inside\" is an absolute path (use a repo-relative one, e.g. \"api/handlers\").",
     ))
     tests.append(_sealed_case(
         "sealed_root_dotdot_test",
-        "root_dotdot",
+        _TREES + "root_dotdot",
         message = "root = \"../trees/inside\" is a path with an empty, \".\" or \"..\" component " +
                   "(write it normalized, e.g. \"api/handlers\").",
     ))

@@ -1,0 +1,463 @@
+"""Drives `bazel test` of an `agent_gate` target in a workspace and reads its report.
+
+The gate's inputs travel as the rule set's build settings
+(`--@agent_gate//:changed_paths`, `run_id`, `commit_counts`, `override_by`,
+`override_ignore`). A long changed-path list does not fit in one command-line
+argument (Linux caps a single argv string at 128 KiB), so past a threshold the
+flags go into a temporary rc file passed as `bazel --bazelrc=<file> test ...`;
+that file first imports the rc file `--bazelrc` would otherwise have replaced
+(`~/.bazelrc`, or the caller's own `--bazelrc`), so nothing the user configured
+is lost. The workspace's own `.bazelrc` is read either way.
+
+The decision comes from the JSON report the gate test writes to its undeclared
+outputs (`bazel-testlogs/<target>/test.outputs/outputs.zip`), never from bazel's
+console output, which is streamed line by line to a progress callback for
+humans. When there is no trustworthy report (a build failure, a crash, a
+timeout, a report left over from another run) `GateRun.report` is None and
+callers fail closed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from google.protobuf import json_format
+
+from agent_gate.quorum import Override
+from agent_gate.report import JSON_NAME
+from proto import agent_gate_pb2
+
+Progress = Callable[[str], None]
+
+DEFAULT_TARGET = "//:agent_gate"
+FLAG_PREFIX = "@agent_gate//:"
+# Above this many bytes of gate flags, they go into an rc file instead of argv.
+ARGV_FLAG_BYTES = 64 * 1024
+# bazel test's exit codes after which the gate test ran: passed (0) or failed (3).
+EXIT_TESTS_PASSED = 0
+EXIT_TESTS_FAILED = 3
+_GATE_RAN = (EXIT_TESTS_PASSED, EXIT_TESTS_FAILED)
+_UI_FLAGS = ("--color=no", "--curses=no")
+_WORKSPACE_FILES = ("WORKSPACE", "WORKSPACE.bazel", "MODULE.bazel")
+_LABEL = re.compile(r"^(?:@@?)?//([A-Za-z0-9_./+-]*)(?::([^:]+))?$")
+# How long bazel gets to cancel the build after SIGINT before it is killed.
+_CANCEL_GRACE_SECONDS = 30.0
+
+
+class BazelNotFoundError(RuntimeError):
+    """No bazel binary: the message says what to install."""
+
+
+class GateInputError(ValueError):
+    """An input the gate's flags cannot carry faithfully; the caller must fail closed."""
+
+
+@dataclass(frozen=True)
+class GateRun:
+    """One `bazel test` of a gate target and what it left behind."""
+
+    command: tuple[str, ...]
+    exit_code: int  # bazel's: 0 = the gate test passed (promote), 3 = it failed
+    report: agent_gate_pb2.GateReport | None  # None: no trustworthy report, fail closed
+    run_id: str
+    log_path: Path  # bazel's console output of this invocation
+    report_json_path: Path | None  # the extracted agent_gate_report.json
+    outputs_dir: Path | None  # every undeclared output of the gate test, extracted
+    test_log_path: Path | None  # the gate test's own log (bazel-testlogs/.../test.log)
+    rc_path: Path | None  # the rc file carrying the gate flags, when they did not fit argv
+    duration_seconds: float
+    timed_out: bool = False
+    problem: str | None = None  # why report is None, for a person to act on
+
+    @property
+    def decision(self) -> str | None:
+        return self.report.decision if self.report is not None else None
+
+
+def new_run_id(prefix: str = "run") -> str:
+    """A run id no earlier run used, so both runs of every matched property really run."""
+    return f"{prefix}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:12]}"
+
+
+def find_bazel(bazel: str = "bazel") -> str:
+    """The bazel binary to run, or BazelNotFoundError naming what to install."""
+    found = shutil.which(bazel)
+    if found is None:
+        raise BazelNotFoundError(
+            f"bazel binary {bazel!r} not found (PATH={os.environ.get('PATH', '')}): run "
+            "tools/bootstrap, which installs Debian's Bazel 4.2.3 (apt package "
+            "bazel-bootstrap) and the offline rule sets, or pass the path of a bazel binary"
+        )
+    return found
+
+
+def testlogs_subdir(target: str) -> str:
+    """`//pkg:name` -> `pkg/name`, where bazel-testlogs keeps that test's outputs."""
+    match = _LABEL.match(target)
+    if match is None:
+        raise GateInputError(
+            f"gate target {target!r} is not a label of this workspace such as //:agent_gate"
+        )
+    package, name = match.group(1), match.group(2)
+    if name is None:
+        name = package.rsplit("/", 1)[-1]
+    if not name:
+        raise GateInputError(f"gate target {target!r} names no target")
+    return f"{package}/{name}" if package else name
+
+
+def _check_value(what: str, value: str) -> None:
+    for char, name in (("\n", "a newline"), ("\r", "a carriage return"), ("\0", "a NUL byte")):
+        if char in value:
+            raise GateInputError(f"{what} {value!r} contains {name}, which a flag cannot carry")
+
+
+def _list_flag_item(what: str, item: str) -> str:
+    """One item of a comma-separated flag, refused when the gate would read it differently."""
+    _check_value(what, item)
+    if not item:
+        raise GateInputError(f"{what} is empty")
+    if "," in item:
+        raise GateInputError(
+            f"{what} {item!r} contains ',', the separator of the flag; the gate would read "
+            "it as several paths, so it cannot be scored automatically"
+        )
+    if item != item.strip():
+        raise GateInputError(
+            f"{what} {item!r} begins or ends with whitespace, which the gate strips; it "
+            "cannot be scored automatically"
+        )
+    return item
+
+
+def gate_flags(
+    *,
+    changed_paths: Sequence[str],
+    run_id: str,
+    commit_counts: Mapping[str, int] | None = None,
+    override: Override | None = None,
+    flag_prefix: str = FLAG_PREFIX,
+) -> list[str]:
+    """The build-setting flags that hand one candidate patch to the gate."""
+    paths = [_list_flag_item("changed path", path) for path in changed_paths]
+    _check_value("run id", run_id)
+    counts: list[str] = []
+    for commit, count in (commit_counts or {}).items():
+        _list_flag_item("commit", commit)
+        if "=" in commit or any(char.isspace() for char in commit):
+            raise GateInputError(f"commit {commit!r} is not a commit id")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise GateInputError(f"commit count of {commit} must be an integer >= 0, not {count!r}")
+        counts.append(f"{commit}={count}")
+    flags = [
+        f"--{flag_prefix}changed_paths={','.join(paths)}",
+        f"--{flag_prefix}run_id={run_id}",
+        f"--{flag_prefix}commit_counts={','.join(counts)}",
+    ]
+    by, ignored = "", ""
+    if override is not None:
+        _check_value("override author", override.by)
+        by = override.by
+        ignored = ",".join(_list_flag_item("overridden ledger id", i) for i in override.ignored_ids)
+    flags += [f"--{flag_prefix}override_by={by}", f"--{flag_prefix}override_ignore={ignored}"]
+    return flags
+
+
+def _rc_quote(token: str) -> str:
+    """Quote one option for a bazelrc line (bazel tokenizes rc lines like a shell)."""
+    return "'" + token.replace("'", "'\"'\"'") + "'"
+
+
+def _split_bazelrc(startup_flags: Sequence[str]) -> tuple[list[str], str | None]:
+    """Take a caller's `--bazelrc=X` out of the startup flags: our rc file imports it."""
+    kept: list[str] = []
+    user_rc: str | None = None
+    flags = list(startup_flags)
+    index = 0
+    while index < len(flags):
+        flag = flags[index]
+        if flag.startswith("--bazelrc="):
+            user_rc = flag.split("=", 1)[1]
+        elif flag == "--bazelrc" and index + 1 < len(flags):
+            user_rc = flags[index + 1]
+            index += 1
+        else:
+            kept.append(flag)
+        index += 1
+    return kept, user_rc
+
+
+def write_rc_file(path: Path, flags: Sequence[str], user_rc: str | None) -> None:
+    """An rc file with the gate flags under `test`, importing the rc it displaces."""
+    lines = ["# agent_gate: the flags of one gate run (too long for the command line)."]
+    if user_rc is not None:
+        if user_rc != "/dev/null":
+            lines.append(f"import {_rc_quote(user_rc)}")
+    else:
+        home = os.environ.get("HOME")
+        if home:
+            lines.append(f"try-import {_rc_quote(str(Path(home) / '.bazelrc'))}")
+    lines.extend(f"test {_rc_quote(flag)}" for flag in flags)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
+
+
+def _stream(process: subprocess.Popen[bytes], log_path: Path, progress: Progress | None) -> None:
+    """Copy bazel's console output to the log, and each line to the progress callback."""
+    assert process.stdout is not None
+    with log_path.open("wb") as log:
+        for raw in process.stdout:
+            log.write(raw)
+            log.flush()
+            if progress is not None:
+                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                for part in line.split("\r"):
+                    if part.strip():
+                        progress(part)
+
+
+def _wait(process: subprocess.Popen[bytes], timeout: float | None) -> tuple[int, bool]:
+    """Bazel's exit code, and whether it had to be cancelled at the timeout."""
+    try:
+        return process.wait(timeout=timeout), False
+    except subprocess.TimeoutExpired:
+        # SIGINT makes the bazel client cancel the build on the server, as Ctrl-C does.
+        process.send_signal(signal.SIGINT)
+        try:
+            return process.wait(timeout=_CANCEL_GRACE_SECONDS), True
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return process.wait(), True
+
+
+def _bazel_info(
+    bazel: str, workspace: Path, startup: Sequence[str], key: str, flags: Sequence[str] = ()
+) -> Path | None:
+    done = subprocess.run(
+        [bazel, *startup, "info", *_UI_FLAGS, *flags, key],
+        cwd=workspace,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    value = done.stdout.strip()
+    return Path(value) if done.returncode == 0 and value else None
+
+
+def _testlogs_root(
+    bazel: str, workspace: Path, startup: Sequence[str], extra_flags: Sequence[str]
+) -> Path | None:
+    convenience = workspace / "bazel-testlogs"
+    if convenience.is_dir() and not any("symlink" in flag for flag in extra_flags):
+        return convenience
+    return _bazel_info(bazel, workspace, startup, "bazel-testlogs", extra_flags)
+
+
+def _extract_outputs(test_dir: Path, outputs_dir: Path) -> Path | None:
+    """Extract the test's undeclared outputs; return the JSON report's path if there is one."""
+    archive = test_dir / "test.outputs" / "outputs.zip"
+    loose = test_dir / "test.outputs" / JSON_NAME  # --nozip_undeclared_test_outputs
+    if archive.is_file():
+        with zipfile.ZipFile(archive) as outputs:
+            outputs.extractall(outputs_dir)  # names with '..' or '/' prefixes are sanitized
+    elif loose.is_file():
+        shutil.copytree(test_dir / "test.outputs", outputs_dir, dirs_exist_ok=True)
+    report = outputs_dir / JSON_NAME
+    return report if report.is_file() else None
+
+
+def _trusted_report(
+    path: Path, run_id: str, changed_paths: Sequence[str]
+) -> tuple[agent_gate_pb2.GateReport | None, str | None]:
+    """The report at `path` if it is this run's, else None and why not."""
+    try:
+        report = json_format.Parse(
+            path.read_text(encoding="utf-8"),
+            agent_gate_pb2.GateReport(),
+            ignore_unknown_fields=True,
+        )
+    except (OSError, UnicodeDecodeError, json_format.ParseError) as error:
+        return None, f"the gate report {path} is unreadable ({error}); not a promote"
+    if not report.decision:
+        return None, f"the gate report {path} holds no decision; not a promote"
+    shown = list(report.changed_paths)
+    if (
+        report.run_id != run_id
+        or report.changed_path_count != len(changed_paths)
+        or shown != list(changed_paths[: len(shown)])
+    ):
+        return None, (
+            f"the gate report {path} is from another run (run id {report.run_id!r}, "
+            f"{report.changed_path_count} changed paths; expected {run_id!r}, "
+            f"{len(changed_paths)}): the gate test did not finish this time; not a promote"
+        )
+    return report, None
+
+
+def run_gate(
+    workspace: Path,
+    target: str = DEFAULT_TARGET,
+    *,
+    changed_paths: Sequence[str],
+    run_id: str,
+    commit_counts: Mapping[str, int] | None = None,
+    override: Override | None = None,
+    bazel: str = "bazel",
+    extra_flags: Sequence[str] = (),
+    startup_flags: Sequence[str] = (),
+    output_base: Path | None = None,
+    progress: Progress | None = None,
+    work_dir: Path | None = None,
+    timeout_seconds: float | None = None,
+    use_rc_file: bool | None = None,
+    flag_prefix: str = FLAG_PREFIX,
+    env: Mapping[str, str] | None = None,
+) -> GateRun:
+    """Run `bazel test TARGET` with the gate flags in `workspace` and read the report.
+
+    `work_dir` receives bazel's console log, the rc file and the extracted
+    outputs (default: a new temporary directory, left for the caller to read).
+    `use_rc_file` forces the flags into an rc file (True) or onto the command
+    line (False); None decides by their size. Raises BazelNotFoundError without
+    a bazel binary and GateInputError for inputs the flags cannot carry.
+    """
+    workspace = Path(workspace).absolute()
+    if not any((workspace / name).is_file() for name in _WORKSPACE_FILES):
+        raise GateInputError(f"{workspace} is not a Bazel workspace (no WORKSPACE or MODULE.bazel)")
+    binary = find_bazel(bazel)
+    subdir = testlogs_subdir(target)
+    changed = list(changed_paths)
+    flags = gate_flags(
+        changed_paths=changed,
+        run_id=run_id,
+        commit_counts=commit_counts,
+        override=override,
+        flag_prefix=flag_prefix,
+    )
+    work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="agent_gate-"))
+    work.mkdir(parents=True, exist_ok=True)
+    log_path = work / "bazel.log"
+
+    startup, user_rc = _split_bazelrc(startup_flags)
+    if output_base is not None:
+        startup.append(f"--output_base={Path(output_base).absolute()}")
+    if use_rc_file is None:
+        use_rc_file = sum(len(flag.encode("utf-8", "surrogateescape")) for flag in flags) > (
+            ARGV_FLAG_BYTES
+        )
+    rc_path: Path | None = None
+    if use_rc_file:
+        rc_path = work / "agent_gate.bazelrc"
+        write_rc_file(rc_path, flags, user_rc)
+        startup.append(f"--bazelrc={rc_path}")
+        command = [binary, *startup, "test", *_UI_FLAGS]
+    else:
+        if user_rc is not None:
+            startup.append(f"--bazelrc={user_rc}")
+        command = [binary, *startup, "test", *_UI_FLAGS, *flags]
+    command += [*extra_flags, target]
+
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=workspace,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env is not None else None,
+        )
+    except FileNotFoundError as error:
+        raise BazelNotFoundError(
+            f"cannot run {binary} ({error}): run tools/bootstrap to install Bazel"
+        ) from error
+    reader = threading.Thread(target=_stream, args=(process, log_path, progress), daemon=True)
+    reader.start()
+    exit_code, timed_out = _wait(process, timeout_seconds)
+    reader.join()
+    duration = round(time.monotonic() - started, 3)
+
+    def finish(
+        report: agent_gate_pb2.GateReport | None = None,
+        report_json: Path | None = None,
+        outputs_dir: Path | None = None,
+        test_log: Path | None = None,
+        problem: str | None = None,
+    ) -> GateRun:
+        return GateRun(
+            command=tuple(command),
+            exit_code=exit_code,
+            report=report,
+            run_id=run_id,
+            log_path=log_path,
+            report_json_path=report_json,
+            outputs_dir=outputs_dir,
+            test_log_path=test_log,
+            rc_path=rc_path,
+            duration_seconds=duration,
+            timed_out=timed_out,
+            problem=problem,
+        )
+
+    if timed_out:
+        return finish(
+            problem=f"bazel test {target} ran past {timeout_seconds}s and was cancelled; "
+            "a gate that did not finish is never a promote"
+        )
+    if exit_code not in _GATE_RAN:
+        return finish(
+            problem=f"bazel test {target} exited {exit_code} before the gate could decide "
+            f"(build failure or crash); see {log_path}"
+        )
+    testlogs = _testlogs_root(binary, workspace, startup, extra_flags)
+    if testlogs is None:
+        return finish(problem=f"cannot find bazel-testlogs of {workspace}; not a promote")
+    test_dir = testlogs / subdir
+    test_log = test_dir / "test.log"
+    outputs_dir = work / "outputs"
+    try:
+        report_json = _extract_outputs(test_dir, outputs_dir)
+    except (OSError, zipfile.BadZipFile) as error:
+        return finish(problem=f"cannot read the outputs of {target} ({error}); not a promote")
+    test_log_path = test_log if test_log.is_file() else None
+    if report_json is None:
+        return finish(
+            outputs_dir=outputs_dir,
+            test_log=test_log_path,
+            problem=f"{target} wrote no {JSON_NAME} (see {test_log}); not a promote",
+        )
+    report, problem = _trusted_report(report_json, run_id, changed)
+    return finish(report, report_json, outputs_dir, test_log_path, problem)
+
+
+def shutdown(
+    workspace: Path,
+    *,
+    bazel: str = "bazel",
+    startup_flags: Sequence[str] = (),
+    output_base: Path | None = None,
+) -> int:
+    """Stop the bazel server of `workspace` (and output base); return bazel's exit code."""
+    startup = list(startup_flags)
+    if output_base is not None:
+        startup.append(f"--output_base={Path(output_base).absolute()}")
+    done = subprocess.run(
+        [find_bazel(bazel), *startup, "shutdown"],
+        cwd=workspace,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+    )
+    return done.returncode
