@@ -272,11 +272,16 @@ class ExampleWorkspace:
         )
         if count != 1:
             raise CaseError(
-                f"{example / 'WORKSPACE'} has no local_repository(name = \"agent_gate\", "
+                f'{example / "WORKSPACE"} has no local_repository(name = "agent_gate", '
                 "path = ...) to point at this checkout"
             )
         workspace_file.write_text(wired, encoding="utf-8")
         _git(root, "init", "-q")
+        # Bazel's convenience symlinks are not part of any patch.
+        info = root / ".git" / "info"
+        info.mkdir(parents=True, exist_ok=True)
+        with (info / "exclude").open("a", encoding="utf-8") as exclude:
+            exclude.write("/bazel-*\n")
         _git(root, "add", "-A")
         _git(root, "commit", "-q", "-m", "base: examples/monorepo")
         _git(root, "tag", BASE_TAG)
@@ -398,6 +403,4 @@ class ExampleWorkspace:
         return done.returncode
 
     def shutdown(self) -> int:
-        return bazel.shutdown(
-            self.root, bazel=self.bazel_binary, output_base=self.output_base
-        )
+        return bazel.shutdown(self.root, bazel=self.bazel_binary, output_base=self.output_base)

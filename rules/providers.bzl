@@ -26,5 +26,6 @@ PropertyInfo = provider(
         "package": "Repo-relative package whose BUILD file defines the property.",
         "timeout_seconds": "Per-run timeout of a double run.",
         "workspace_name": "Name of the workspace the wrapped test runs in (TEST_WORKSPACE).",
+        "admission_mutants": "list of repo-relative patch files that must make the property fail twice.",
     },
 )

@@ -10,6 +10,17 @@ def _flag(ctx, name):
 def _split(value):
     return [item.strip() for item in value.split(",") if item.strip()]
 
+def _decode_paths(value):
+    """Changed paths from the flag: comma-separated, `%2C` and `%25` for `,` and `%` in a name.
+
+    Names are kept byte for byte (no trimming), so no path can pose as another.
+    """
+    paths = []
+    for item in value.split(","):
+        if item:
+            paths.append("%".join([part.replace("%2C", ",") for part in item.split("%25")]))
+    return paths
+
 def _catalog(ctx):
     """PropertyInfo of every property, checked for duplicate ids."""
     seen = {}
@@ -94,7 +105,7 @@ def _gate_impl(ctx):
         if problem:
             fail("%s: rule_set_paths entry %r is %s." % (ctx.label, prefix, problem))
     properties = _catalog(ctx)
-    changed_paths = _split(_flag(ctx, "_changed_paths"))
+    changed_paths = _decode_paths(_flag(ctx, "_changed_paths"))
     run_id = _flag(ctx, "_run_id")
 
     runfiles_files = [ctx.file.ledger]
@@ -119,6 +130,7 @@ def _gate_impl(ctx):
             "predicate_srcs": info.predicate_srcs,
             "package": info.package,
             "label": str(info.label),
+            "admission_mutants": info.admission_mutants,
         })
 
     results = {}

@@ -34,6 +34,7 @@ def _validate(ctx, strength):
         if problem:
             fail("%s: locality entry %r is %s." % (ctx.label, prefix, problem))
     property_id = ctx.attr.id or ctx.label.name
+
     # Ids name output files and flags: letters, digits, '.', '_' and '-' only.
     if property_id in (".", "..") or [c for c in property_id.elems() if not (c.isalnum() or c in "._-")]:
         fail("%s: id %r may only use letters, digits, '.', '_' and '-' (e.g. \"counter.monotonic_under_replay\")." % (ctx.label, property_id))
@@ -41,7 +42,7 @@ def _validate(ctx, strength):
         fail("%s: timeout_seconds must be positive, got %d." % (ctx.label, ctx.attr.timeout_seconds))
     return property_id
 
-def _property_impl(ctx, strength):
+def _property_impl(ctx, strength, admission_mutants = []):
     property_id = _validate(ctx, strength)
     unforwarded = ctx.attr.test[PredicateSourcesInfo].unforwarded
     if unforwarded:
@@ -73,11 +74,12 @@ def _property_impl(ctx, strength):
             package = ctx.label.package,
             timeout_seconds = ctx.attr.timeout_seconds,
             workspace_name = ctx.workspace_name,
+            admission_mutants = [repo_relative(f) for f in admission_mutants],
         ),
     ]
 
 def _strong_property_impl(ctx):
-    return _property_impl(ctx, "strong")
+    return _property_impl(ctx, "strong", ctx.files.admission_mutants)
 
 def _weak_property_impl(ctx):
     return _property_impl(ctx, "weak")
@@ -110,7 +112,12 @@ strong_property_test = rule(
     doc = """A strong property: an invariant the patch can break. It votes.
 
 The target is itself a test: `bazel test` on it runs the wrapped test.""",
-    attrs = _ATTRS,
+    attrs = dict(_ATTRS, admission_mutants = attr.label_list(
+        allow_files = [".patch", ".diff"],
+        doc = "Patches that each delete the property's invariant and change nothing else: " +
+              "`agent-gate admit --all-declared` checks the property passes twice without " +
+              "them and fails twice with each one.",
+    )),
     test = True,
 )
 

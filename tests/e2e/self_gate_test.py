@@ -56,7 +56,8 @@ class SelfGateTest(absltest.TestCase):
         run = _gate("rules/private/gate.bzl", "docs/rules.md")
         self.assertEqual(run.decision, "review")
         self.assertNotEqual(run.exit_code, 0)
-        self.assertTrue(any(p.startswith("rules/private/gate.bzl") for p in run.report.guarded_paths))
+        guarded = run.report.guarded_paths
+        self.assertTrue(any(p.startswith("rules/private/gate.bzl") for p in guarded))
         self.assertEqual(_rows(run)["self.docs_contract"], "yes")
 
     def test_tool_and_proto_changes_are_review(self):
@@ -65,6 +66,15 @@ class SelfGateTest(absltest.TestCase):
                 run = _gate(path, "tests/unit/new_helper.py")
                 self.assertEqual(run.decision, "review")
                 self.assertTrue(any(p.startswith(path) for p in run.report.guarded_paths))
+
+    def test_path_with_commas_and_percent_signs_is_one_path(self):
+        """A crafted name cannot pose as several paths, e.g. one inside rules/."""
+        odd = " docs/odd,rules/defs.bzl %2C.md"
+        run = _gate(odd)
+        self.assertEqual(list(run.report.changed_paths), [odd])
+        self.assertEqual(run.report.changed_path_count, 1)
+        self.assertEqual(run.decision, "review")  # no strong locality covers " docs/..."
+        self.assertEmpty(run.report.guarded_paths)
 
     def test_predicate_source_change_is_review(self):
         run = _gate("tests/unit/decision_table_test.py")

@@ -91,6 +91,12 @@ def new_run_id(prefix: str = "run") -> str:
     return f"{prefix}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:12]}"
 
 
+def default_work_dir(run_id: str) -> Path:
+    """`$TMPDIR/agent_gate-runs/<run id>`: one place for every run's log and report."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", run_id)[:120].lstrip(".") or "no-run-id"
+    return Path(tempfile.gettempdir()) / "agent_gate-runs" / name
+
+
 def find_bazel(bazel: str = "bazel") -> str:
     """The bazel binary to run, or BazelNotFoundError naming what to install."""
     found = shutil.which(bazel)
@@ -142,6 +148,18 @@ def _list_flag_item(what: str, item: str) -> str:
     return item
 
 
+def encode_path(path: str) -> str:
+    """A changed path as one item of `changed_paths`: `%` and `,` percent-encoded.
+
+    The rule decodes `%2C` and `%25` and keeps every other byte, so any file name
+    git can produce (commas and edge spaces included) reaches the gate unchanged.
+    """
+    _check_value("changed path", path)
+    if not path:
+        raise GateInputError("changed path is empty")
+    return path.replace("%", "%25").replace(",", "%2C")
+
+
 def gate_flags(
     *,
     changed_paths: Sequence[str],
@@ -151,7 +169,7 @@ def gate_flags(
     flag_prefix: str = FLAG_PREFIX,
 ) -> list[str]:
     """The build-setting flags that hand one candidate patch to the gate."""
-    paths = [_list_flag_item("changed path", path) for path in changed_paths]
+    paths = [encode_path(path) for path in changed_paths]
     _check_value("run id", run_id)
     counts: list[str] = []
     for commit, count in (commit_counts or {}).items():
@@ -267,6 +285,8 @@ def _testlogs_root(
 
 def _extract_outputs(test_dir: Path, outputs_dir: Path) -> Path | None:
     """Extract the test's undeclared outputs; return the JSON report's path if there is one."""
+    if outputs_dir.exists():
+        shutil.rmtree(outputs_dir)  # nothing of an earlier run may pass for this one's
     archive = test_dir / "test.outputs" / "outputs.zip"
     loose = test_dir / "test.outputs" / JSON_NAME  # --nozip_undeclared_test_outputs
     if archive.is_file():
@@ -292,12 +312,7 @@ def _trusted_report(
         return None, f"the gate report {path} is unreadable ({error}); not a promote"
     if not report.decision:
         return None, f"the gate report {path} holds no decision; not a promote"
-    shown = list(report.changed_paths)
-    if (
-        report.run_id != run_id
-        or report.changed_path_count != len(changed_paths)
-        or shown != list(changed_paths[: len(shown)])
-    ):
+    if report.run_id != run_id or report.changed_path_count != len(changed_paths):
         return None, (
             f"the gate report {path} is from another run (run id {report.run_id!r}, "
             f"{report.changed_path_count} changed paths; expected {run_id!r}, "
@@ -328,7 +343,7 @@ def run_gate(
     """Run `bazel test TARGET` with the gate flags in `workspace` and read the report.
 
     `work_dir` receives bazel's console log, the rc file and the extracted
-    outputs (default: a new temporary directory, left for the caller to read).
+    outputs (default: `default_work_dir(run_id)`, left for the caller to read).
     `use_rc_file` forces the flags into an rc file (True) or onto the command
     line (False); None decides by their size. Raises BazelNotFoundError without
     a bazel binary and GateInputError for inputs the flags cannot carry.
@@ -346,7 +361,7 @@ def run_gate(
         override=override,
         flag_prefix=flag_prefix,
     )
-    work = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="agent_gate-"))
+    work = Path(work_dir) if work_dir is not None else default_work_dir(run_id)
     work.mkdir(parents=True, exist_ok=True)
     log_path = work / "bazel.log"
 
@@ -385,8 +400,19 @@ def run_gate(
         ) from error
     reader = threading.Thread(target=_stream, args=(process, log_path, progress), daemon=True)
     reader.start()
-    exit_code, timed_out = _wait(process, timeout_seconds)
-    reader.join()
+    try:
+        exit_code, timed_out = _wait(process, timeout_seconds)
+        reader.join()
+    finally:
+        if process.poll() is None:  # interrupted while waiting: do not leave a build running
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=_CANCEL_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
     duration = round(time.monotonic() - started, 3)
 
     def finish(
