@@ -13,6 +13,7 @@ yields no report (fail closed), and a plain `bazel test //...` stays green.
 Run: cd /work/main && .venv/bin/python3 tests/e2e/example_test.py
 """
 
+import subprocess
 import sys
 import tempfile
 import time
@@ -171,6 +172,40 @@ class GateMechanicsTest(absltest.TestCase):
         self.assertIn("before the gate could decide", run.problem or "")
         workspace.reset()
         _timed("build failure -> no report", started)
+
+    def test_update_seal_rewrites_the_seal_as_coreutils_computes_it(self) -> None:
+        workspace = _workspace()
+        started = time.monotonic()
+        workspace.reset()
+        events = workspace.root / "fixtures" / "replays" / "events.log"
+        events.write_text(events.read_text(encoding="utf-8") + "7 signups incr 1\n")
+        done = subprocess.run(
+            [
+                bazel.find_bazel(workspace.bazel_binary),
+                *workspace.startup_flags,
+                "run",
+                "//fixtures/replays:replays.update_seal",
+            ],
+            cwd=workspace.root,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        pipeline = subprocess.run(
+            "find fixtures/replays -type f ! -name '*.seal' -print0 | LC_ALL=C sort -z"
+            " | xargs -0 sha256sum | sha256sum",
+            shell=True,
+            cwd=workspace.root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        seal_file = workspace.root / "fixtures" / "replays" / "replays.seal"
+        self.assertEqual(seal_file.read_text(encoding="utf-8"), pipeline)
+        self.assertIn("reviewed change", done.stdout)
+        workspace.reset()
+        _timed("update_seal after a fixture edit", started)
 
     def test_plain_bazel_test_of_everything_stays_green(self) -> None:
         workspace = _workspace()
