@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 _RUNNING = re.compile(r"Running property (\S+) twice")
-_BAZEL_ERROR = re.compile(r"^(ERROR|FAIL):")
+_BAZEL_ERROR = re.compile(r"^(ERROR:|FAIL: //)")
 
 
 class Progress:

@@ -1,0 +1,646 @@
+"""`tools/agent-gate`, the merge-queue CLI, end to end: real git, real Bazel.
+
+One copy of examples/monorepo, made a git repository in a temporary directory
+and wired to this checkout (`local_repository(path = <this checkout>)`), is the
+user's monorepo for every test. Base trees the cases need (a ledger, a drifted
+fixture, a flaky property, a malformed ledger, declared admission mutants) are
+branches of it; the user's checkout stays on `main` and must be left exactly
+as it was (`git status --porcelain` empty, HEAD unchanged) by every command
+that is not meant to edit the ledger. The CLI always runs as a subprocess from
+a directory outside the repository, and every score reuses the one scoring
+worktree (and so its Bazel server). The first score is cold, the second warm:
+both wall times are printed.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from agent_gate import protogen  # noqa: E402
+
+protogen.ensure_proto_importable()
+
+import yaml  # noqa: E402
+from absl.testing import absltest  # noqa: E402
+from google.protobuf import json_format, text_format  # noqa: E402
+
+from agent_gate import bazel, seal  # noqa: E402
+from proto import agent_gate_pb2  # noqa: E402
+
+CLI = ROOT / "tools" / "agent-gate"
+EXAMPLE = ROOT / "examples" / "monorepo"
+PATCHES = ROOT / "examples" / "patches"
+MANIFEST = PATCHES / "cases.yaml"
+EXIT = {
+    "promote": 0,
+    "reject": 10,
+    "hold": 11,
+    "review": 12,
+    "fixture_fault": 13,
+    "stop_queue": 14,
+}
+COUNTER = "counter.monotonic_under_replay"
+SECRETS = "resp.no_secret_fields"
+REPLAYS_SEAL = "416d960d4898a0da240b55f5ae292c791583126bb0cb12867f156e79aad8bab1"
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "agent_gate cli test",
+    "GIT_AUTHOR_EMAIL": "cli-test@example.invalid",
+    "GIT_COMMITTER_NAME": "agent_gate cli test",
+    "GIT_COMMITTER_EMAIL": "cli-test@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+_LOCAL_REPOSITORY = re.compile(
+    r'(local_repository\(\s*name\s*=\s*"agent_gate"\s*,\s*path\s*=\s*)"[^"]*"'
+)
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "core.hooksPath=/dev/null", *args],
+        cwd=cwd,
+        env={**os.environ, **_GIT_ENV},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
+    return done.stdout
+
+
+def _report(path: Path) -> agent_gate_pb2.GateReport:
+    return json_format.Parse(path.read_text(encoding="utf-8"), agent_gate_pb2.GateReport())
+
+
+class CliTest(absltest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.tmp = Path(tempfile.mkdtemp(prefix="agent_gate-cli-")).resolve()
+        cls.elsewhere = cls.tmp / "elsewhere"
+        cls.elsewhere.mkdir()
+        cls.repo = cls.tmp / "monorepo"
+        shutil.copytree(EXAMPLE, cls.repo, ignore=shutil.ignore_patterns("bazel-*", "__pycache__"))
+        workspace = cls.repo / "WORKSPACE"
+        wired, count = _LOCAL_REPOSITORY.subn(
+            lambda match: f'{match.group(1)}"{ROOT.as_posix()}"', workspace.read_text()
+        )
+        assert count == 1, "examples/monorepo/WORKSPACE has no local_repository(agent_gate)"
+        workspace.write_text(wired)
+        _git(cls.repo, "init", "-q", "-b", "main")
+        _git(cls.repo, "add", "-A")
+        _git(cls.repo, "commit", "-q", "-m", "base: examples/monorepo")
+        cls.base = _git(cls.repo, "rev-parse", "HEAD").strip()
+        cls.cases = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))
+        cls.nogate = cls.tmp / "nogate"
+        try:
+            cls._make_branches()
+            cls._make_workspace_without_gate()
+            # The first score is cold (new worktree, new Bazel server), the second warm.
+            cls.first = cls._timed_score("first", "promote_refactor.patch")
+            cls.second = cls._timed_score("second", "promote_refactor.patch")
+        except BaseException:
+            cls.tearDownClass()  # absltest skips it when setUpClass fails: no server may leak
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        for scoring in (cls.repo, cls.nogate):
+            worktree = scoring / ".git" / "agent_gate" / "scoring"
+            if worktree.is_dir():
+                bazel.shutdown(worktree)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        super().tearDownClass()
+
+    # --- set-up helpers ------------------------------------------------------
+
+    @classmethod
+    def _branch(cls, name: str, edit) -> str:
+        """A branch off the base, with `edit(repo)` committed; the checkout goes back to main."""
+        _git(cls.repo, "checkout", "-q", "-b", name, cls.base)
+        try:
+            edit(cls.repo)
+            _git(cls.repo, "add", "-A")
+            _git(cls.repo, "commit", "-q", "-m", name)
+        finally:
+            _git(cls.repo, "checkout", "-q", "main")
+        return _git(cls.repo, "rev-parse", name).strip()
+
+    @classmethod
+    def _apply(cls, relative: str):
+        return lambda repo: _git(repo, "apply", str(PATCHES / relative))
+
+    @classmethod
+    def _make_branches(cls):
+        cls._branch("drift", cls._apply("drift/events_log_appended.patch"))
+        cls._branch("flaky", cls._apply("replay_snapshot_cache.patch"))
+
+        def flaky_and_drifted(repo):
+            cls._apply("replay_snapshot_cache.patch")(repo)
+            cls._apply("drift/events_log_appended.patch")(repo)
+
+        cls._branch("flaky-drift", flaky_and_drifted)
+        cls._branch("refactored", cls._apply("promote_refactor.patch"))
+
+        def bad_ledger(repo):
+            with (repo / "ledger.txtpb").open("a") as ledger:
+                ledger.write(f'\nfreeze {{\n  property_id: "{COUNTER}"\n  state: "frozen"\n}}\n')
+
+        cls._branch("bad-ledger", bad_ledger)
+        for case in cls.cases:
+            if case.get("ledger") and not _branch_exists(cls.repo, _ledger_branch(case)):
+                cls._branch(_ledger_branch(case), _ledger_edit(case, cls.base))
+
+        def declare_mutants(repo):
+            counter = repo / "store" / "counters" / "counter.py"
+            original = counter.read_text()
+            counter.write_text(
+                original.replace("counters[name] = max(current, amount)", "counters[name] = amount")
+            )
+            mutant = _git(repo, "diff")
+            counter.write_text(original)
+            (repo / "mutants").mkdir()
+            (repo / "mutants" / "set_lowers_counter.patch").write_text(mutant)
+            shutil.copy(PATCHES / "leak_password_hash.patch", repo / "mutants")
+            build = repo / "BUILD.bazel"
+            text = build.read_text()
+            for test, mutant_file in (
+                ("//api/tests:no_secret_fields_test", "leak_password_hash.patch"),
+                ("//store/tests:monotonic_under_replay_test", "set_lowers_counter.patch"),
+            ):
+                text = text.replace(
+                    f'    test = "{test}",',
+                    f'    admission_mutants = ["mutants/{mutant_file}"],\n    test = "{test}",',
+                )
+            build.write_text(text)
+
+        cls._branch("mutants", declare_mutants)
+
+    @classmethod
+    def _make_workspace_without_gate(cls):
+        nogate = cls.nogate
+        nogate.mkdir()
+        (nogate / "WORKSPACE").write_text('workspace(name = "nogate")\n')
+        (nogate / "BUILD.bazel").write_text('filegroup(name = "docs", srcs = ["README.md"])\n')
+        (nogate / "README.md").write_text("No agent_gate here.\n")
+        _git(nogate, "init", "-q", "-b", "main")
+        _git(nogate, "add", "-A")
+        _git(nogate, "commit", "-q", "-m", "no gate")
+
+    @classmethod
+    def _timed_score(cls, name: str, patch: str) -> dict:
+        out = cls.tmp / f"{name}.json"
+        started = time.monotonic()
+        done = cls.run_cli("score", "--patch", str(PATCHES / patch), "--report", str(out))
+        seconds = time.monotonic() - started
+        timing = next(
+            (line for line in done.stderr.splitlines() if "timing:" in line), "(no timing line)"
+        )
+        print(f"agent-gate score ({name}): {seconds:.1f}s wall; {timing}", file=sys.stderr)
+        return {"done": done, "seconds": seconds, "report": out, "timing": timing}
+
+    @classmethod
+    def run_cli(cls, *args: str, cwd: Path | None = None, env: dict | None = None, workspace=True):
+        command = [str(CLI), *args]
+        if workspace and args and args[0] in ("score", "freeze", "admit", "catalog"):
+            command += ["--workspace", str(cls.repo)]
+        return subprocess.run(
+            command,
+            cwd=cwd or cls.elsewhere,
+            env=env if env is not None else {**os.environ, "GIT_CEILING_DIRECTORIES": str(cls.tmp)},
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+
+    # --- assertions ----------------------------------------------------------
+
+    def assertUntouched(self, head: str | None = None):
+        self.assertEqual(_git(self.repo, "status", "--porcelain"), "", "the checkout changed")
+        self.assertEqual(_git(self.repo, "rev-parse", "HEAD").strip(), head or self.base)
+
+    def assertExit(self, done, code: int, *needles: str):
+        self.assertEqual(done.returncode, code, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}")
+        for needle in needles:
+            self.assertIn(needle, done.stdout + done.stderr)
+
+    def assertUsageError(self, done, *needles: str):
+        self.assertExit(done, 2, "agent-gate: error:", *needles)
+
+    def score(self, patch: str, *args: str, report: str = "report.json"):
+        out = self.tmp / report
+        done = self.run_cli("score", "--patch", str(PATCHES / patch), "--report", str(out), *args)
+        return done, out
+
+    # --- score -----------------------------------------------------------------
+
+    def test_first_score_cold_second_warm(self):
+        for run in (self.first, self.second):
+            self.assertExit(run["done"], 0)
+            self.assertEqual(_report(run["report"]).decision, "promote")
+        self.assertLess(self.second["seconds"], self.first["seconds"] + 5)
+        self.assertUntouched()
+
+    def test_every_manifest_case_exits_with_its_decision_code(self):
+        seen = set()
+        for case in self.cases:
+            with self.subTest(case=case["name"]):
+                base = _ledger_branch(case) if case.get("ledger") else "main"
+                if case.get("drift"):
+                    self.assertEqual(case["drift"], "drift/events_log_appended.patch")
+                    self.assertIsNone(case.get("ledger"))
+                    base = "drift"
+                done, out = self.score(case["patch"], "--base", base, "--quiet")
+                self.assertExit(done, EXIT[case["expect"]], f"agent_gate: {case['expect']}")
+                self.assertEqual(done.stderr, "", "--quiet prints no progress")
+                report = _report(out)
+                self.assertEqual(report.decision, case["expect"], report.reasons)
+                rows = {row.property_id: row for row in report.rows}
+                for property_id, fields in (case.get("rows") or {}).items():
+                    for key, value in fields.items():
+                        actual = getattr(rows[property_id], key)
+                        actual = list(actual) if key == "exit_codes" else actual
+                        self.assertEqual(actual, value, f"{property_id}.{key}")
+                guarded = [entry.split(" (", 1)[0] for entry in report.guarded_paths]
+                for path in case.get("guarded") or ():
+                    self.assertIn(path, guarded)
+                self.assertTrue(out.with_suffix(".md").is_file())
+                self.assertUntouched()
+                seen.add(case["expect"])
+        self.assertEqual(seen, set(EXIT), "the manifest covers every decision")
+
+    def test_fixture_fault_is_found_before_the_patch_is_applied(self):
+        done, out = self.score("promote_refactor.patch", "--base", "drift")
+        self.assertExit(done, 13, "fixture drift before apply", "the patch is not applied")
+        report = _report(out)
+        self.assertEqual(report.decision, "fixture_fault")
+        self.assertEqual(report.changed_path_count, 2)
+        row = next(row for row in report.rows if row.property_id == COUNTER)
+        self.assertEqual((row.seal_status, row.classification), ("mismatch", "not_run"))
+        self.assertIn("never applied", row.note)
+        scoring = self.repo / ".git" / "agent_gate" / "scoring"
+        self.assertEqual(
+            (scoring / "store" / "counters" / "counter.py").read_text(),
+            _git(self.repo, "show", "drift:store/counters/counter.py"),
+        )
+        self.assertUntouched()
+
+    def test_progress_report_and_markdown(self):
+        done, out = self.score("leak_password_hash.patch", report="leak.json")
+        self.assertExit(done, 10, "agent_gate: reject")
+        self.assertRegex(done.stderr, r"agent-gate \[ *\d+\.\ds\] ")
+        for step in ("reusing the scoring worktree", "reading the catalog", "matched: ", "timing:"):
+            self.assertIn(step, done.stderr)
+        self.assertRegex(done.stdout, rf"{re.escape(SECRETS)} +strong +fail +vote=no")
+        markdown = out.with_suffix(".md").read_text()
+        self.assertTrue(markdown.startswith("**agent_gate: reject**"))
+        self.assertEqual(_report(out).decision, "reject")
+
+    def test_override_gets_past_stop_queue_only_naming_open_rows(self):
+        all_open = next(case for case in self.cases if case["expect"] == "stop_queue")
+        base = _ledger_branch(all_open)
+        done, _ = self.score(all_open["patch"], "--base", base)
+        self.assertExit(done, 14, "agent_gate: stop_queue")
+        ids = "resp.no_secret_fields,resp.keys_present,counter.monotonic_under_replay"
+        done, out = self.score(
+            all_open["patch"], "--base", base, "--override-ignore", ids, "--override-by", "alice"
+        )
+        self.assertExit(done, 12, "agent_gate: review", "override: by alice")
+        report = _report(out)
+        self.assertEqual(report.override.by, "alice")
+        self.assertEqual(list(report.override.ignored_ids), ids.split(","))
+        done, _ = self.score(
+            all_open["patch"], "--base", "main", "--override-ignore", COUNTER, "--override-by", "al"
+        )
+        self.assertUsageError(done, "has no open ledger row")
+        done, _ = self.score(all_open["patch"], "--base", base, "--override-ignore", COUNTER)
+        self.assertUsageError(done, "--override-by NAME")
+        self.assertUntouched()
+
+    def test_runs_from_inside_the_workspace_without_flags(self):
+        cwd = self.repo / "api" / "handlers"
+        done = self.run_cli(
+            "score", "--patch", str(PATCHES / "docs_only.patch"), cwd=cwd, workspace=False
+        )
+        self.assertExit(done, 12, "agent_gate: review")
+        self.assertUntouched()
+
+    # --- bad input: exit 2, a message that says what to do, the checkout untouched ---
+
+    def test_bad_patches(self):
+        bad = self.tmp / "bad"
+        bad.mkdir(exist_ok=True)
+        (bad / "binary.patch").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+        (bad / "garbage.patch").write_text("Please merge my change, it is fine.\n")
+        (bad / "empty.patch").write_text("")
+        for name, needles in (
+            ("missing.patch", ("does not exist",)),
+            ("binary.patch", ("binary data", "git diff")),
+            ("garbage.patch", ("not a patch", "git diff")),
+            ("empty.patch", ("empty patch",)),
+        ):
+            with self.subTest(name):
+                done = self.run_cli("score", "--patch", str(bad / name))
+                self.assertUsageError(done, *needles)
+                self.assertUntouched()
+
+    def test_patch_against_another_base(self):
+        done, _ = self.score("promote_refactor.patch", "--base", "refactored")
+        self.assertUsageError(done, "does not apply to base", "rebase it", "--base")
+        self.assertUntouched()
+        done, _ = self.score("promote_refactor.patch", "--base", "no-such-branch")
+        self.assertUsageError(done, "is not a commit")
+
+    def test_workspace_not_a_git_repository(self):
+        plain = self.tmp / "plain"
+        shutil.copytree(self.repo, plain, ignore=shutil.ignore_patterns(".git", "bazel-*"))
+        done = self.run_cli(
+            "score",
+            "--patch",
+            str(PATCHES / "docs_only.patch"),
+            "--workspace",
+            str(plain),
+            workspace=False,
+        )
+        self.assertUsageError(done, "not inside a git repository", "git init")
+        self.assertFalse((plain / ".git").exists())
+
+    def test_workspace_without_the_gate_target(self):
+        done = self.run_cli(
+            "score",
+            "--patch",
+            str(PATCHES / "docs_only.patch"),
+            "--workspace",
+            str(self.nogate),
+            workspace=False,
+        )
+        self.assertUsageError(done, "has no //:agent_gate target", 'agent_gate(name = "agent_gate"')
+        self.assertEqual(_git(self.nogate, "status", "--porcelain"), "")
+
+    def test_unknown_property(self):
+        for args in (
+            ("freeze", "open", "resp.no_secret_field", "--reason", "split"),
+            ("admit", "resp.no_secret_field", "--mutant", str(PATCHES / "docs_only.patch")),
+        ):
+            with self.subTest(args[0]):
+                done = self.run_cli(*args)
+                self.assertUsageError(
+                    done, "unknown property", "did you mean 'resp.no_secret_fields'"
+                )
+                self.assertUntouched()
+
+    def test_malformed_ledger(self):
+        done, _ = self.score("docs_only.patch", "--base", "bad-ledger")
+        self.assertUsageError(done, "ledger.txtpb:", "state 'frozen'", '"open" or "retired"')
+        self.assertUntouched()
+        ledger = self.repo / "ledger.txtpb"
+        original = ledger.read_text()
+        edited = original + 'freeze {\n  property_id: "x"\n  state: open\n'
+        ledger.write_text(edited)
+        try:
+            for args in (("freeze", "list"), ("freeze", "retire", COUNTER)):
+                with self.subTest(args[1]):
+                    done = self.run_cli(*args)
+                    self.assertUsageError(done, f"{ledger}:", "not a valid text-format ledger")
+                    self.assertEqual(ledger.read_text(), edited)
+        finally:
+            ledger.write_text(original)
+        self.assertUntouched()
+
+    def test_a_report_with_errors_fails_closed(self):
+        """A patch that breaks the ledger: the gate reports the error, the CLI exits 2."""
+        ledger = self.repo / "ledger.txtpb"
+        original = ledger.read_text()
+        ledger.write_text(original + f'\nfreeze {{\n  property_id: "{COUNTER}"\n  state: "x"\n}}\n')
+        candidate = self.tmp / "break_ledger.patch"
+        candidate.write_text(_git(self.repo, "diff"))
+        ledger.write_text(original)
+        self.assertUntouched()
+        out = self.tmp / "errors.json"
+        done = self.run_cli("score", "--patch", str(candidate), "--report", str(out), "--quiet")
+        self.assertUsageError(done, "configuration error", "failed closed", "ledger.txtpb:")
+        report = _report(out)
+        self.assertNotEqual(report.decision, "promote")
+        self.assertTrue(report.errors)
+        self.assertUntouched()
+
+    def test_bazel_missing_from_path(self):
+        tools = self.tmp / "no-bazel-bin"
+        tools.mkdir(exist_ok=True)
+        for name in ("bash", "env", "git", "readlink", "dirname"):
+            found = shutil.which(name)
+            if found and not (tools / name).exists():
+                (tools / name).symlink_to(found)
+        env = {**os.environ, "PATH": str(tools)}
+        for args in (
+            ("score", "--patch", str(PATCHES / "docs_only.patch")),
+            ("freeze", "list"),
+            ("catalog",),
+        ):
+            with self.subTest(args[0]):
+                done = self.run_cli(*args, env=env)
+                self.assertUsageError(done, "bazel is not on PATH", "tools/bootstrap")
+                self.assertUntouched()
+
+    def test_usage_errors_and_missing_environment(self):
+        self.assertEqual(self.run_cli().returncode, 2)
+        self.assertEqual(self.run_cli("score").returncode, 2)
+        self.assertUsageError(self.run_cli("admit", SECRETS), "--mutant PATCH")
+        fake = self.tmp / "fake-checkout" / "tools"
+        fake.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CLI, fake / "agent-gate")
+        link = self.tmp / "agent-gate-link"
+        if not link.exists():
+            link.symlink_to(fake / "agent-gate")
+        done = subprocess.run(
+            [str(link), "seal", "x"],
+            cwd=self.elsewhere,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        self.assertEqual(done.returncode, 2)
+        self.assertIn(f"{fake.parent}/.venv", done.stderr)
+        self.assertIn("tools/bootstrap", done.stderr)
+
+    # --- freeze ----------------------------------------------------------------
+
+    def test_freeze_workflow(self):
+        ledger = self.repo / "ledger.txtpb"
+        original = ledger.read_text()
+        _git(self.repo, "checkout", "-q", "flaky")
+        flaky = _git(self.repo, "rev-parse", "HEAD").strip()
+        try:
+            done = self.run_cli("freeze", "open", SECRETS, "--reason", "split")
+            self.assertUsageError(done, "passed twice on the unmodified tree")
+            self.assertUntouched(flaky)
+
+            reason = "exit mismatch across two runs on sealed fixtures"
+            done = self.run_cli(
+                "freeze",
+                "open",
+                COUNTER,
+                "--reason",
+                reason,
+                "--owner",
+                "store-team",
+                "--budget",
+                "10",
+            )
+            self.assertExit(done, 0, "opened: ", "exit 0, 1")
+            text = ledger.read_text()
+            self.assertTrue(text.startswith(original), "comments and rows kept")
+            rows = text_format.Parse(text, agent_gate_pb2.Ledger()).freeze
+            self.assertLen(rows, 1)
+            self.assertEqual(
+                (rows[0].property_id, rows[0].state, rows[0].seal, rows[0].reason),
+                (COUNTER, "open", REPLAYS_SEAL, reason),
+            )
+            self.assertEqual(
+                (rows[0].opened_against_commit, rows[0].retire_by_commit_count, rows[0].owner),
+                (flaky, 10, "store-team"),
+            )
+
+            done = self.run_cli("freeze", "open", COUNTER, "--reason", "again")
+            self.assertUsageError(done, "already has an open freeze", "freeze retire")
+            self.assertEqual(ledger.read_text(), text, "an open row is never extended")
+
+            done = self.run_cli("freeze", "list")
+            self.assertExit(done, 0, COUNTER, "store-team", "0/10", "debt 1")
+
+            done = self.run_cli("freeze", "retire", COUNTER)
+            self.assertExit(done, 0, "retired: ")
+            rows = text_format.Parse(ledger.read_text(), agent_gate_pb2.Ledger()).freeze
+            self.assertEqual(rows[0].state, "retired")
+            done = self.run_cli("freeze", "retire", COUNTER)
+            self.assertUsageError(done, "is already retired")
+            done = self.run_cli("freeze", "list", "--quiet")
+            self.assertExit(done, 0, "retired", "debt 0")
+        finally:
+            ledger.write_text(original)
+            _git(self.repo, "checkout", "-q", "main")
+        self.assertUntouched()
+
+    def test_freeze_refused_on_a_drifted_seal(self):
+        _git(self.repo, "checkout", "-q", "flaky-drift")
+        head = _git(self.repo, "rev-parse", "HEAD").strip()
+        try:
+            done = self.run_cli("freeze", "open", COUNTER, "--reason", "split")
+            self.assertUsageError(done, "drifted", "never a freeze")
+            self.assertUntouched(head)
+        finally:
+            _git(self.repo, "checkout", "-q", "main")
+
+    # --- admit -------------------------------------------------------------------
+
+    def test_admit(self):
+        done = self.run_cli("admit", SECRETS, "--mutant", str(PATCHES / "leak_password_hash.patch"))
+        self.assertExit(done, 0, f"admitted: {SECRETS}", "exit 1, 1")
+        done = self.run_cli(
+            "admit", "resp.keys_present", "--mutant", str(PATCHES / "leak_password_hash.patch")
+        )
+        self.assertExit(done, 1, "not admitted", "mutant half failed", "still passes twice")
+        done = self.run_cli(
+            "admit", COUNTER, "--base", "flaky", "--mutant", str(PATCHES / "refactor_counter.patch")
+        )
+        self.assertExit(done, 1, "not admitted", "clean half failed", "flake")
+        done = self.run_cli("admit", SECRETS, "--mutant", str(PATCHES / "weaken_predicate.patch"))
+        self.assertExit(done, 1, "mutant half refused", "predicate source")
+        self.assertUntouched()
+
+    def test_admit_all_declared(self):
+        done = self.run_cli("admit", "--all-declared", "--base", "mutants")
+        self.assertExit(
+            done,
+            0,
+            f"admitted: {SECRETS} with mutant mutants/leak_password_hash.patch",
+            f"admitted: {COUNTER} with mutant mutants/set_lowers_counter.patch",
+        )
+        done = self.run_cli("admit", "--all-declared")
+        self.assertExit(done, 0, "declares admission_mutants: nothing to check")
+        self.assertUntouched()
+
+    # --- catalog and seal ---------------------------------------------------------
+
+    def test_catalog(self):
+        done = self.run_cli("catalog", "--quiet")
+        self.assertExit(done, 0)
+        for line in (
+            "properties:",
+            "  - id: resp.no_secret_fields",
+            "    strength: strong",
+            "    locality: [api/handlers, api/serializers]",
+            "    fixtures: fixtures/responses/",
+            "  - id: resp.keys_present",
+            "    strength: weak",
+            "  - id: counter.monotonic_under_replay",
+            "    locality: [store/counters]",
+            "    fixtures: fixtures/replays/",
+        ):
+            self.assertIn(line, done.stdout.splitlines())
+        as_yaml = yaml.safe_load(done.stdout)
+        done = self.run_cli("catalog", "--format", "json", "--base", "mutants", "--quiet")
+        self.assertExit(done, 0)
+        as_json = json.loads(done.stdout)
+        self.assertEqual(as_json["debt_cap"], as_yaml["debt_cap"])
+        self.assertEqual(
+            as_json["properties"][0]["admission_mutants"], ["mutants/leak_password_hash.patch"]
+        )
+        self.assertUntouched()
+
+    def test_seal_matches_coreutils(self):
+        pipeline = (
+            "find fixtures/replays -type f ! -name '*.seal' -print0 | LC_ALL=C sort -z "
+            "| xargs -0 sha256sum | sha256sum"
+        )
+        expected = subprocess.run(
+            ["bash", "-c", pipeline], cwd=self.repo, capture_output=True, text=True, check=True
+        ).stdout
+        done = self.run_cli("seal", "fixtures/replays", cwd=self.repo)
+        self.assertExit(done, 0)
+        self.assertEqual(done.stdout, expected)
+        self.assertEqual(done.stdout, (self.repo / "fixtures/replays/replays.seal").read_text())
+        self.assertEqual(done.stdout, seal.seal_line(REPLAYS_SEAL))
+        done = self.run_cli("seal", "fixtures/replays", "--repo-root", str(self.repo))
+        self.assertEqual(done.stdout, expected)
+        self.assertUsageError(self.run_cli("seal", "no/such/dir", cwd=self.repo), "no/such/dir")
+
+
+def _ledger_branch(case: dict) -> str:
+    return "ledger-" + Path(case["ledger"]).stem.replace("_", "-")
+
+
+def _branch_exists(repo: Path, name: str) -> bool:
+    return bool(_git(repo, "branch", "--list", name).strip())
+
+
+def _ledger_edit(case: dict, base: str):
+    """Replace ledger.txtpb; rows the manifest gives a commit count are opened at the base.
+
+    The manifest's commits do not exist in this repository; the CLI counts real
+    commits, so those rows are re-pointed at the base commit (a count it can
+    know, as the manifest intends), and rows without a count keep an unknown
+    commit (spent, as the manifest intends).
+    """
+
+    def edit(repo: Path):
+        text = (PATCHES / "ledgers" / case["ledger"]).read_text()
+        for commit in case.get("commit_counts") or {}:
+            text = text.replace(str(commit), base)
+        (repo / "ledger.txtpb").write_text(text)
+
+    return edit
+
+
+if __name__ == "__main__":
+    absltest.main()

@@ -1,0 +1,165 @@
+"""The catalog read from the gate rule's config, and rendered in the article's shape."""
+
+import json
+
+import yaml
+from absl.testing import absltest
+
+from agent_gate import catalog
+from agent_gate.usage import CliError
+
+# What rules/private/gate.bzl writes to bazel-bin/agent_gate.gate.json for the example.
+CONFIG = {
+    "mode": "gate",
+    "gate_label": "//:agent_gate",
+    "gate_package": "",
+    "catalog": [
+        {
+            "id": "resp.no_secret_fields",
+            "strength": "strong",
+            "locality": ["api/handlers", "api/serializers"],
+            "fixture_roots": ["fixtures/responses"],
+            "predicate_srcs": ["api/tests/no_secret_fields_test.py"],
+            "package": "",
+            "label": "//:resp.no_secret_fields",
+            "admission_mutants": ["mutants/leak.patch"],
+        },
+        {
+            "id": "resp.keys_present",
+            "strength": "weak",
+            "locality": ["api/serializers"],
+            "fixture_roots": ["fixtures/responses"],
+            "predicate_srcs": ["api/tests/keys_present_test.py"],
+            "package": "",
+            "label": "//:resp.keys_present",
+            "admission_mutants": [],
+        },
+        {
+            # A config written before admission_mutants existed still reads.
+            "id": "counter.monotonic_under_replay",
+            "strength": "strong",
+            "locality": ["store/counters"],
+            "fixture_roots": ["fixtures/replays"],
+            "predicate_srcs": ["store/tests/monotonic_under_replay_test.py"],
+            "package": "",
+            "label": "//:counter.monotonic_under_replay",
+        },
+    ],
+    "fixtures": [
+        {
+            "root": "fixtures/replays",
+            "seal_file": "fixtures/replays/replays.seal",
+            "expected": "monorepo/fixtures/replays/replays.seal",
+            "actual": "monorepo/fixtures/replays/replays.actual.seal",
+            "label": "//fixtures/replays:replays",
+        },
+        {
+            "root": "fixtures/responses",
+            "seal_file": "fixtures/responses/responses.seal",
+            "expected": "monorepo/fixtures/responses/responses.seal",
+            "actual": "monorepo/fixtures/responses/responses.actual.seal",
+            "label": "//fixtures/responses:responses",
+        },
+    ],
+    "results": {},
+    "ledger": {"path": "ledger.txtpb", "rlocation": "monorepo/ledger.txtpb"},
+    "changed_paths": [],
+    "debt_cap": 5,
+    "rule_set_paths": ["MODULE.bazel", "WORKSPACE"],
+    "commit_counts": {},
+    "override": {"by": "", "ignored_ids": []},
+    "run_id": "",
+}
+
+# The article's catalog, as it prints it.
+ARTICLE_ROWS = [
+    "  - id: resp.no_secret_fields",
+    "    strength: strong",
+    "    locality: [api/handlers, api/serializers]",
+    "    fixtures: fixtures/responses/",
+    "  - id: resp.keys_present",
+    "    strength: weak",
+    "    locality: [api/serializers]",
+    "  - id: counter.monotonic_under_replay",
+    "    locality: [store/counters]",
+    "    fixtures: fixtures/replays/",
+]
+
+
+class ParseTest(absltest.TestCase):
+    def test_reads_every_field(self):
+        cat = catalog.parse_config(CONFIG)
+        self.assertEqual(
+            cat.ids,
+            ["resp.no_secret_fields", "resp.keys_present", "counter.monotonic_under_replay"],
+        )
+        spec = cat.get("resp.no_secret_fields")
+        self.assertEqual(spec.strength, "strong")
+        self.assertEqual(spec.locality, ("api/handlers", "api/serializers"))
+        self.assertEqual(spec.predicate_srcs, ("api/tests/no_secret_fields_test.py",))
+        self.assertEqual(cat.ledger_path, "ledger.txtpb")
+        self.assertEqual(cat.debt_cap, 5)
+        self.assertEqual(cat.admission_mutants, {"resp.no_secret_fields": ("mutants/leak.patch",)})
+        (tree,) = cat.fixtures_of("counter.monotonic_under_replay")
+        self.assertEqual(tree.seal_file, "fixtures/replays/replays.seal")
+
+    def test_unknown_property_names_the_known_ones(self):
+        cat = catalog.parse_config(CONFIG)
+        with self.assertRaises(CliError) as raised:
+            cat.get("resp.no_secret_field")
+        message = str(raised.exception)
+        self.assertIn("did you mean 'resp.no_secret_fields'", message)
+        self.assertIn("counter.monotonic_under_replay", message)
+        self.assertEqual(raised.exception.code, 2)
+
+    def test_malformed_configs_are_refused(self):
+        broken = [
+            [],
+            {**CONFIG, "catalog": "x"},
+            {**CONFIG, "debt_cap": "5"},
+            {**CONFIG, "debt_cap": True},
+            {key: value for key, value in CONFIG.items() if key != "ledger"},
+            {**CONFIG, "catalog": [{**CONFIG["catalog"][0], "locality": "api"}]},
+        ]
+        for config in broken:
+            with self.subTest(config=str(config)[:60]), self.assertRaises(ValueError):
+                catalog.parse_config(config)
+
+
+class RenderTest(absltest.TestCase):
+    def test_yaml_has_the_article_shape(self):
+        text = catalog.render(catalog.parse_config(CONFIG), "yaml")
+        lines = text.splitlines()
+        self.assertTrue(lines[0].startswith("# catalog of //:agent_gate"))
+        for row in ARTICLE_ROWS:
+            self.assertIn(row, lines)
+        document = yaml.safe_load(text)
+        self.assertEqual(document["debt_cap"], 5)
+        self.assertEqual(
+            [row["id"] for row in document["properties"]],
+            ["resp.no_secret_fields", "resp.keys_present", "counter.monotonic_under_replay"],
+        )
+        self.assertEqual(document["properties"][0]["admission_mutants"], ["mutants/leak.patch"])
+        self.assertNotIn("admission_mutants", document["properties"][1])
+
+    def test_json_is_the_same_document(self):
+        cat = catalog.parse_config(CONFIG)
+        self.assertEqual(
+            json.loads(catalog.render(cat, "json")), yaml.safe_load(catalog.render(cat, "yaml"))
+        )
+
+    def test_several_or_no_fixture_trees_are_a_list(self):
+        config = json.loads(json.dumps(CONFIG))
+        config["catalog"][0]["fixture_roots"] = ["fixtures/responses", "fixtures/replays"]
+        config["catalog"][1]["fixture_roots"] = []
+        rows = catalog.as_document(catalog.parse_config(config))["properties"]
+        self.assertEqual(rows[0]["fixtures"], ["fixtures/responses/", "fixtures/replays/"])
+        self.assertEqual(rows[1]["fixtures"], [])
+
+    def test_unknown_format(self):
+        with self.assertRaises(CliError):
+            catalog.render(catalog.parse_config(CONFIG), "toml")
+
+
+if __name__ == "__main__":
+    absltest.main()

@@ -1,0 +1,184 @@
+"""The pure parts of `agent-gate score`: patch intake, override, report paths, the
+report of a base whose fixtures drifted, and the exit codes."""
+
+import tempfile
+from pathlib import Path
+
+from absl.testing import absltest
+
+from agent_gate import catalog, quorum, score, usage
+from agent_gate.usage import CliError
+
+PATCH = b"""diff --git a/store/counters/counter.py b/store/counters/counter.py
+index f605fe0..f61433b 100644
+--- a/store/counters/counter.py
++++ b/store/counters/counter.py
+@@ -1 +1 @@
+-a
++b
+diff --git a/docs/replay.md b/docs/event-log.md
+similarity index 97%
+rename from docs/replay.md
+rename to docs/event-log.md
+"""
+
+CATALOG = catalog.Catalog(
+    gate_label="//:agent_gate",
+    gate_package="",
+    properties=(
+        quorum.PropertySpec(
+            id="counter.monotonic_under_replay",
+            strength="strong",
+            locality=("store/counters",),
+            fixture_roots=("fixtures/replays",),
+        ),
+        quorum.PropertySpec(
+            id="resp.no_secret_fields",
+            strength="strong",
+            locality=("api/handlers",),
+            fixture_roots=("fixtures/responses",),
+        ),
+    ),
+    fixtures=(
+        catalog.Fixture("fixtures/replays", "fixtures/replays/replays.seal", ""),
+        catalog.Fixture("fixtures/responses", "fixtures/responses/responses.seal", ""),
+    ),
+    ledger_path="ledger.txtpb",
+    debt_cap=1,
+    rule_set_paths=("WORKSPACE",),
+    admission_mutants={},
+)
+DRIFTED = (
+    quorum.FixtureSeal("fixtures/replays", "fixtures/replays/replays.seal", "a" * 64, "b" * 64),
+    quorum.FixtureSeal("fixtures/responses", "fixtures/responses/r.seal", "c" * 64, "c" * 64),
+)
+
+
+def _open(property_id: str, commit: str = "1" * 40) -> quorum.LedgerRow:
+    return quorum.LedgerRow(property_id, "open", commit, 30, "someone")
+
+
+class ReadCandidateTest(absltest.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.dir = Path(tempfile.mkdtemp())
+
+    def _file(self, data: bytes) -> Path:
+        path = self.dir / "candidate.patch"
+        path.write_bytes(data)
+        return path
+
+    def test_touched_paths_count_both_sides_of_a_rename(self):
+        data, touched = score.read_candidate(self._file(PATCH))
+        self.assertEqual(data, PATCH)
+        self.assertEqual(
+            touched, ["store/counters/counter.py", "docs/replay.md", "docs/event-log.md"]
+        )
+
+    def test_bad_patches_say_what_to_send(self):
+        cases = {
+            "empty": b"",
+            "binary": b"\x89PNG\r\n\x1a\n\x00\x00",
+            "garbage": b"this is not a diff\n",
+            "outside": b"--- a/../etc/passwd\n+++ b/../etc/passwd\n@@ -1 +1 @@\n-a\n+b\n",
+        }
+        for name, data in cases.items():
+            with self.subTest(name), self.assertRaises(CliError) as raised:
+                score.read_candidate(self._file(data))
+            self.assertEqual(raised.exception.code, 2)
+
+    def test_missing_file(self):
+        with self.assertRaises(CliError) as raised:
+            score.read_candidate(self.dir / "nope.patch")
+        self.assertIn("does not exist", str(raised.exception))
+
+
+class OverrideTest(absltest.TestCase):
+    def test_both_or_neither(self):
+        self.assertIsNone(score.make_override([], None))
+        override = score.make_override(["a", " b "], "alice")
+        self.assertEqual(override, quorum.Override(by="alice", ignored_ids=("a", "b")))
+        for ignore, by in (([], "alice"), (["a"], None), (["a"], "  ")):
+            with self.subTest(ignore=ignore, by=by), self.assertRaises(CliError):
+                score.make_override(ignore, by)
+
+    def test_only_open_rows_can_be_ignored(self):
+        rows = (_open("a"), quorum.LedgerRow("b", "retired"))
+        score.check_override(quorum.Override("alice", ("a",)), rows)
+        with self.assertRaises(CliError) as raised:
+            score.check_override(quorum.Override("alice", ("a", "b")), rows)
+        self.assertIn("b, which has no open ledger row", str(raised.exception))
+
+
+class PreApplyReportTest(absltest.TestCase):
+    def _report(self, rows=(), counts=None, override=None):
+        return score.pre_apply_report(
+            CATALOG,
+            seals=DRIFTED,
+            rows=rows,
+            commit_counts=counts or {},
+            touched=["store/counters/counter.py", "docs/x.md"],
+            run_id="run-1",
+            override=override,
+        )
+
+    def test_drift_is_a_fixture_fault_and_nothing_ran(self):
+        report = self._report()
+        self.assertEqual(report.decision, "fixture_fault")
+        self.assertTrue(report.rule.startswith("fixture_fault"))
+        self.assertFalse(any(r.startswith("review") for r in report.reasons), report.reasons)
+        self.assertEqual(list(report.changed_paths), ["store/counters/counter.py", "docs/x.md"])
+        self.assertEqual(report.changed_path_count, 2)
+        self.assertEqual(report.run_id, "run-1")
+        rows = {row.property_id: row for row in report.rows}
+        counter = rows["counter.monotonic_under_replay"]
+        self.assertEqual(counter.seal_status, "mismatch")
+        self.assertTrue(counter.matched)
+        self.assertEqual(counter.matched_by, "store/counters/counter.py")
+        self.assertEqual(counter.classification, "not_run")
+        self.assertEqual(counter.vote, "not_voting")
+        self.assertIn("never applied", counter.note)
+        self.assertFalse(rows["resp.no_secret_fields"].matched)
+        self.assertEqual(list(report.errors), [])
+
+    def test_stop_queue_keeps_its_precedence(self):
+        rows = (_open("counter.monotonic_under_replay"),)  # unknown count: spent, debt 2 > 1
+        self.assertEqual(self._report(rows).decision, "stop_queue")
+        counted = self._report(rows, counts={"1" * 40: 3})  # debt 1, not above the cap
+        self.assertEqual(counted.decision, "fixture_fault")
+
+    def test_override_is_recorded(self):
+        rows = (_open("counter.monotonic_under_replay"),)
+        report = self._report(
+            rows, override=quorum.Override("alice", ("counter.monotonic_under_replay",))
+        )
+        self.assertEqual(report.decision, "fixture_fault")
+        self.assertEqual(report.override.by, "alice")
+
+
+class PathsAndCodesTest(absltest.TestCase):
+    def test_report_paths(self):
+        out, md = score.report_paths(Path("/tmp/out/r.json"), Path("/state"), "run")
+        self.assertEqual((out, md), (Path("/tmp/out/r.json"), Path("/tmp/out/r.md")))
+        out, md = score.report_paths(Path("/tmp/report"), Path("/state"), "run")
+        self.assertEqual(md, Path("/tmp/report.md"))
+        out, md = score.report_paths(None, Path("/state"), "run-7")
+        self.assertEqual((out, md), (Path("/state/run-7.json"), Path("/state/run-7.md")))
+
+    def test_exit_codes_are_the_contract(self):
+        self.assertEqual(
+            {decision: usage.exit_code(decision) for decision in quorum.PRECEDENCE},
+            {
+                "stop_queue": 14,
+                "fixture_fault": 13,
+                "review": 12,
+                "reject": 10,
+                "hold": 11,
+                "promote": 0,
+            },
+        )
+        self.assertEqual(usage.exit_code("maybe"), 2)
+
+
+if __name__ == "__main__":
+    absltest.main()

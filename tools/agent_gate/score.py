@@ -1,0 +1,359 @@
+"""`agent-gate score`: one candidate patch in, one decision (and exit code) out.
+
+In the scoring worktree at the base revision: read the catalog from the build
+graph; seal every fixture tree on the real filesystem **before** the patch is
+applied (drift: fixture_fault, the patch is never applied); `git apply --check`
+and apply the patch; take the touched paths from the patch itself; count the
+commits since each open ledger row was opened; `bazel test //:agent_gate` with
+those flags and a fresh run id; print the decision and the rows; write the JSON
+report and its Markdown summary; exit with the decision's code. Anything that
+keeps the gate from deciding is exit 2, never a promote.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from agent_gate import (
+    bazel,
+    bazel_build,
+    catalog,
+    double_run,
+    ledger,
+    patch,
+    quorum,
+    report,
+    sealcheck,
+    worktree,
+)
+from agent_gate.locality import LocalityIndex, normalize_path
+from agent_gate.progress import Progress
+from agent_gate.usage import CliError, exit_code
+from proto import agent_gate_pb2
+
+_NO_OVERLAP = "review: no strong property's locality overlaps the diff"
+_NOT_APPLIED = (
+    "not run: a sealed fixture tree of the base drifted from its committed seal, so the "
+    "patch was never applied"
+)
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    patch: Path
+    base: str = "HEAD"
+    workspace: Path | None = None
+    report: Path | None = None
+    override_ignore: tuple[str, ...] = ()
+    override_by: str | None = None
+
+
+def read_candidate(path: Path) -> tuple[bytes, list[str]]:
+    """The patch's bytes and the paths it touches, or CliError saying what to send instead."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CliError(f"patch file {path} does not exist; pass the path of a `git diff`") from None
+    except OSError as error:
+        raise CliError(f"cannot read patch file {path}: {error.strerror or error}") from None
+    try:
+        touched = patch.touched_paths(data)
+    except patch.PatchError as error:
+        raise CliError(
+            f"{path} is not a patch the gate can score: {error}. Send the output of "
+            "`git diff --binary <base>` run at the workspace root"
+        ) from None
+    for touched_path in touched:
+        try:
+            normalize_path(touched_path)
+        except ValueError as error:
+            raise CliError(f"{path} touches a path the gate refuses: {error}") from None
+    return data, touched
+
+
+def make_override(ignore: Sequence[str], by: str | None) -> quorum.Override | None:
+    """A stop_queue override names both who and which open ledger ids, or is absent."""
+    ids = tuple(item.strip() for item in ignore if item.strip())
+    who = (by or "").strip()
+    if not ids and not who:
+        return None
+    if not ids or not who:
+        raise CliError(
+            "an override needs both --override-ignore ID[,ID] (the open ledger rows it "
+            "ignores) and --override-by NAME (the human who overrides)"
+        )
+    return quorum.Override(by=who, ignored_ids=ids)
+
+
+def ledger_rows(
+    path: Path, known_ids: Sequence[str], shown: str | None = None, base: str = ""
+) -> tuple[quorum.LedgerRow, ...]:
+    """The rows of a valid ledger; CliError naming `shown` (default: the path) and the line."""
+    try:
+        loaded = ledger.load_ledger(path, known_ids=known_ids)
+    except ledger.LedgerError as error:
+        message = str(error).replace(str(path), shown) if shown else str(error)
+        raise CliError(
+            f"the ledger at {base[:12] or 'the base'} is malformed, so nothing can be scored "
+            f"(fail closed); fix it in a reviewed change:\n{message}"
+        ) from None
+    return tuple(
+        quorum.LedgerRow(
+            property_id=row.property_id,
+            state=row.state,
+            opened_against_commit=row.opened_against_commit,
+            retire_by_commit_count=row.retire_by_commit_count,
+            owner=row.owner,
+        )
+        for row in loaded.freeze
+    )
+
+
+def check_override(override: quorum.Override | None, rows: Sequence[quorum.LedgerRow]) -> None:
+    if override is None:
+        return
+    open_ids = {row.property_id for row in rows if row.state == "open"}
+    unknown = [item for item in override.ignored_ids if item not in open_ids]
+    if unknown:
+        raise CliError(
+            f"--override-ignore names {', '.join(unknown)}, which has no open ledger row at "
+            "the base; an override may only ignore open rows: "
+            + (", ".join(sorted(open_ids)) or "(none is open)")
+        )
+
+
+def pre_apply_report(
+    cat: catalog.Catalog,
+    *,
+    seals: Sequence[quorum.FixtureSeal],
+    rows: Sequence[quorum.LedgerRow],
+    commit_counts: Mapping[str, int],
+    touched: Sequence[str],
+    run_id: str,
+    override: quorum.Override | None,
+) -> agent_gate_pb2.GateReport:
+    """The report of a base whose fixtures drifted: the patch was never applied, nothing ran.
+
+    The quorum still weighs the ledger, so stop_queue keeps its precedence over the fault.
+    """
+    result = quorum.evaluate(
+        quorum.GateInputs(
+            catalog=cat.properties,
+            changed_paths=(),
+            outcomes={},
+            fixtures=tuple(seals),
+            ledger=tuple(rows),
+            commit_counts=dict(commit_counts),
+            debt_cap=cat.debt_cap,
+            ledger_path=cat.ledger_path,
+            gate_package=cat.gate_package,
+            rule_set_paths=cat.rule_set_paths,
+            override=override,
+            run_id=run_id,
+        )
+    )
+    kept = [reason for reason in result.reasons if not reason.startswith(_NO_OVERLAP)]
+    del result.reasons[:]
+    result.reasons.extend(kept)
+    result.rule = kept[0] if kept else result.rule
+    result.changed_paths.extend(touched[: quorum.MAX_REPORTED_PATHS])
+    result.changed_path_count = len(touched)
+    matched = LocalityIndex((spec.id, spec.locality) for spec in cat.properties).match(touched)
+    for row in result.rows:
+        if row.property_id in matched:
+            row.matched = True
+            row.matched_by = matched[row.property_id]
+        row.note = _NOT_APPLIED
+    return result
+
+
+def report_paths(requested: Path | None, default_dir: Path, run_id: str) -> tuple[Path, Path]:
+    """Where the JSON report and its Markdown summary go (`OUT.json` and `OUT.md`)."""
+    out = requested.absolute() if requested is not None else default_dir / f"{run_id}.json"
+    markdown = out.with_suffix(".md") if out.suffix == ".json" else out.with_name(out.name + ".md")
+    return out, markdown
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _commit_counts(
+    repo: worktree.Repo, base: str, rows: Sequence[quorum.LedgerRow]
+) -> dict[str, int]:
+    """Commits since each open row's opened_against_commit; an unknown commit is left out.
+
+    The gate counts a row without a count as spent (fail closed).
+    """
+    counts: dict[str, int] = {}
+    for row in rows:
+        commit = row.opened_against_commit
+        if row.state != "open" or not commit or commit in counts:
+            continue
+        since = worktree.commits_since(repo, commit, base)
+        if since is not None:
+            counts[commit] = since
+    return counts
+
+
+def _patched_rows(path: Path) -> tuple[quorum.LedgerRow, ...]:
+    """Ledger rows after the patch, for their commit counts; the gate judges the file itself."""
+    try:
+        loaded = ledger.load_ledger(path)
+    except ledger.LedgerError:
+        return ()
+    return tuple(
+        quorum.LedgerRow(
+            property_id=row.property_id,
+            state=row.state,
+            opened_against_commit=row.opened_against_commit,
+        )
+        for row in loaded.freeze
+    )
+
+
+def _property_seconds(
+    workspace: Path, gate_report: agent_gate_pb2.GateReport
+) -> tuple[float, float]:
+    """(sum of the matched properties' run durations, the longest double run)."""
+    total = longest = 0.0
+    folder = double_run.results_dir(workspace)
+    for row in gate_report.rows:
+        if not row.matched:
+            continue
+        try:
+            result = double_run.read_result(
+                folder / f"{row.property_id}.result.txtpb", row.property_id, gate_report.run_id
+            )
+        except CliError:
+            continue
+        seconds = sum(run.duration_seconds for run in result.runs)
+        total += seconds
+        longest = max(longest, seconds)
+    return total, longest
+
+
+def _finish(
+    gate_report: agent_gate_pb2.GateReport,
+    paths: tuple[Path, Path],
+    progress: Progress,
+    out: TextIO,
+    timing: dict[str, float],
+) -> int:
+    json_path, markdown_path = paths
+    _write(json_path, report.to_json(gate_report))
+    _write(markdown_path, report.to_markdown(gate_report))
+    progress.step(f"report: {json_path} (summary {markdown_path})")
+    progress.step(progress.timing_line(timing))
+    lines = report.summary_lines(gate_report)
+    if gate_report.HasField("override"):
+        ignored = ", ".join(gate_report.override.ignored_ids)
+        lines.append(f"  override: by {gate_report.override.by}, ignoring {ignored}")
+    out.write("\n".join(lines) + "\n")
+    out.flush()
+    if gate_report.errors:
+        raise CliError(
+            f"the gate reported {len(gate_report.errors)} configuration error(s) and failed "
+            f"closed (decision {gate_report.decision}, never a promote): "
+            + "; ".join(gate_report.errors)
+            + f"\nFix them and score again; the report is {json_path}"
+        )
+    return exit_code(gate_report.decision)
+
+
+def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
+    """Score one patch; returns the decision's exit code (CliError: exit 2)."""
+    data, touched = read_candidate(options.patch)
+    override = make_override(options.override_ignore, options.override_by)
+    bazel_build.bazel_binary()
+    repo = worktree.open_repo(options.workspace)
+    base = worktree.resolve_rev(repo, options.base)
+    run_id = bazel.new_run_id("score")
+    work = repo.state_dir / "runs" / run_id
+    paths = report_paths(options.report, repo.state_dir / "reports", run_id)
+    progress.step(
+        f"scoring {options.patch} ({len(touched)} touched path(s)) against {options.base} "
+        f"= {base[:12]} in {repo.workspace}"
+    )
+    with worktree.locked(repo, progress):
+        with progress.timed("worktree"):
+            workspace = worktree.prepare(repo, base, progress)
+        with progress.timed("catalog"):
+            cat = catalog.build(workspace, progress, work, worktree.describe(repo, base))
+        rows = ledger_rows(workspace / cat.ledger_path, cat.ids, cat.ledger_path, base)
+        check_override(override, rows)
+        try:
+            matched = LocalityIndex((s.id, s.locality) for s in cat.properties).match(touched)
+        except ValueError as error:
+            raise CliError(f"cannot match the touched paths to the catalog: {error}") from None
+        progress.step(
+            "matched: "
+            + (", ".join(f"{pid} (by {path})" for pid, path in matched.items()) or "nothing")
+        )
+        with progress.timed("seals"):
+            seals = sealcheck.check(workspace, cat.fixtures)
+        counts = _commit_counts(repo, base, rows)
+        drift = sealcheck.drifted(seals)
+        if drift:
+            for tree in drift:
+                progress.step(f"fixture drift before apply: {sealcheck.describe(tree)}")
+            progress.step("the patch is not applied: the base tree itself drifted")
+            faulted = pre_apply_report(
+                cat,
+                seals=seals,
+                rows=rows,
+                commit_counts=counts,
+                touched=touched,
+                run_id=run_id,
+                override=override,
+            )
+            return _finish(faulted, paths, progress, out, {})
+        progress.step(f"fixture seals match ({len(seals)} tree(s)); applying the patch")
+        with progress.timed("apply"):
+            worktree.apply_patch(repo, data, str(options.patch), base)
+        counts.update(_commit_counts(repo, base, _patched_rows(workspace / cat.ledger_path)))
+        progress.step(f"bazel test {bazel_build.GATE_TARGET} (run id {run_id})")
+        try:
+            with progress.timed("gate"):
+                run = bazel.run_gate(
+                    workspace,
+                    bazel_build.GATE_TARGET,
+                    changed_paths=touched,
+                    run_id=run_id,
+                    commit_counts=counts,
+                    override=override,
+                    progress=progress.bazel_line,
+                    work_dir=work,
+                    flag_prefix=bazel_build.flag_prefix(workspace),
+                )
+        except bazel.GateInputError as error:
+            raise CliError(f"the patch cannot be scored automatically: {error}") from None
+        except bazel.BazelNotFoundError as error:
+            raise CliError(str(error)) from None
+        if run.report is None:
+            raise CliError(
+                f"no decision (fail closed, never a promote): {run.problem}\nBazel's log: "
+                f"{run.log_path}"
+            )
+        if (run.report.decision == "promote") != (run.exit_code == bazel.EXIT_TESTS_PASSED):
+            raise CliError(
+                f"bazel exited {run.exit_code} but the report says {run.report.decision}; "
+                f"they must agree, so nothing is promoted. Log: {run.log_path}"
+            )
+        total, longest = _property_seconds(workspace, run.report)
+        timing = {"property runs": total, "longest double run": longest}
+        return _finish(run.report, paths, progress, out, timing)

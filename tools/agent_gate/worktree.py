@@ -1,0 +1,261 @@
+"""The git side of the CLI: the user's repository and the isolated scoring worktree.
+
+A patch is never applied to the user's checkout. Every command that builds or
+applies anything works in one detached git worktree of the same repository, at
+`<git common dir>/agent_gate/scoring`: reset to a base revision, cleaned, then
+patched with `git apply` (after `git apply --check`). Its path never changes, so
+its Bazel server and output base stay warm from one score to the next. A lock
+file beside it serializes agent-gate runs on one repository.
+
+The Bazel workspace may be the repository's top or a directory inside it; patch
+paths are relative to the workspace root (what `changed_paths` means).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import stat
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_gate.progress import Progress
+from agent_gate.usage import CliError
+
+WORKSPACE_FILES = ("WORKSPACE", "WORKSPACE.bazel", "MODULE.bazel")
+STATE_DIR = "agent_gate"
+_HEX_COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
+# Hooks and pagers of the user's configuration have no business in the scoring worktree.
+_GIT_CONFIG = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "advice.detachedHead=false",
+    "-c",
+    "core.pager=cat",
+)
+
+
+@dataclass(frozen=True)
+class Repo:
+    """The user's checkout, its git directory and the Bazel workspace inside it."""
+
+    toplevel: Path
+    common_dir: Path
+    workspace: Path  # absolute root of the user's Bazel workspace
+    workspace_rel: str  # the workspace relative to toplevel; "" at the top
+
+    @property
+    def state_dir(self) -> Path:
+        return self.common_dir / STATE_DIR
+
+    @property
+    def scoring_root(self) -> Path:
+        return self.state_dir / "scoring"
+
+    @property
+    def scoring_workspace(self) -> Path:
+        return self.scoring_root / self.workspace_rel if self.workspace_rel else self.scoring_root
+
+
+def git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
+    """Run git; its stdout, or CliError quoting git's own message."""
+    done = _git(cwd, *args, stdin=stdin)
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip() or "no message"
+        raise CliError(
+            f"`git {' '.join(args)}` failed in {cwd} (exit {done.returncode}): {message}"
+        )
+    return done.stdout.decode("utf-8", "surrogateescape")
+
+
+def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    if shutil.which("git") is None:
+        raise CliError("git is not on PATH: install git (Debian package git) and retry")
+    return subprocess.run(
+        ["git", *_GIT_CONFIG, *args],
+        cwd=cwd,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+    )
+
+
+def find_workspace(start: Path) -> Path:
+    """The Bazel workspace root holding `start`: the nearest directory with a WORKSPACE file."""
+    start = start.absolute()
+    if not start.is_dir():
+        raise CliError(f"workspace {start} is not a directory; pass --workspace <your checkout>")
+    for candidate in (start, *start.parents):
+        if any((candidate / name).is_file() for name in WORKSPACE_FILES):
+            return candidate
+    raise CliError(
+        f"{start} is not inside a Bazel workspace (no {', '.join(WORKSPACE_FILES)} in it or "
+        "above it): run agent-gate from your monorepo or pass --workspace <its root>"
+    )
+
+
+def open_repo(workspace: Path | None) -> Repo:
+    """The workspace (default: the one holding the current directory) and its git repository."""
+    root = find_workspace(workspace if workspace is not None else Path.cwd())
+    done = _git(root, "rev-parse", "--show-toplevel", "--git-common-dir")
+    lines = done.stdout.decode("utf-8", "surrogateescape").splitlines()
+    if done.returncode != 0 or len(lines) != 2:
+        raise CliError(
+            f"{root} is not inside a git repository: agent-gate scores patches in a git "
+            "worktree of the workspace's repository, at a commit. Run it in a git checkout "
+            "(or `git init && git add -A && git commit` there first)"
+        )
+    toplevel = Path(lines[0]).resolve()
+    common = Path(lines[1])
+    common = (common if common.is_absolute() else root / common).resolve()
+    resolved = root.resolve()
+    try:
+        rel = resolved.relative_to(toplevel).as_posix()
+    except ValueError:
+        raise CliError(f"workspace {root} is outside its git work tree {toplevel}") from None
+    if resolved == common or common in resolved.parents:
+        raise CliError(f"workspace {root} is inside the git directory {common}; use your checkout")
+    return Repo(
+        toplevel=toplevel,
+        common_dir=common,
+        workspace=resolved,
+        workspace_rel="" if rel == "." else rel,
+    )
+
+
+def resolve_rev(repo: Repo, rev: str) -> str:
+    """The full commit id of `rev` in the user's repository."""
+    if not rev or rev.startswith("-"):
+        raise CliError(f"base revision {rev!r} is not a revision; pass e.g. --base origin/main")
+    done = _git(repo.toplevel, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    sha = done.stdout.decode().strip()
+    if done.returncode != 0 or not sha:
+        raise CliError(
+            f"base revision {rev!r} is not a commit of {repo.toplevel}: fetch it, or pass "
+            "--base with a branch, tag or commit id that exists there"
+        )
+    return sha
+
+
+def commits_since(repo: Repo, commit: str, rev: str) -> int | None:
+    """Commits in `rev` since `commit` (`git rev-list --count commit..rev`); None if unknown."""
+    if not _HEX_COMMIT.match(commit):
+        return None
+    done = _git(repo.toplevel, "rev-list", "--count", f"{commit}..{rev}", "--")
+    text = done.stdout.decode().strip()
+    return int(text) if done.returncode == 0 and text.isdigit() else None
+
+
+@contextmanager
+def locked(repo: Repo, progress: Progress) -> Iterator[None]:
+    """Hold the repository's agent-gate lock: one scoring worktree, one user at a time."""
+    repo.state_dir.mkdir(parents=True, exist_ok=True)
+    path = repo.state_dir / "lock"
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress.step(f"waiting for another agent-gate run in this repository ({path})")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _registered(repo: Repo) -> bool:
+    listed = git(repo.toplevel, "worktree", "list", "--porcelain")
+    target = repo.scoring_root.resolve()
+    for line in listed.splitlines():
+        if line.startswith("worktree ") and Path(line[len("worktree ") :]).resolve() == target:
+            return True
+    return False
+
+
+def _writable_and_retry(function: Callable[[str], object], path: str, _: object) -> None:
+    """rmtree hook: Bazel leaves read-only directories behind."""
+    parent = os.path.dirname(path)
+    os.chmod(parent, os.stat(parent).st_mode | stat.S_IWUSR | stat.S_IXUSR)
+    if os.path.isdir(path) and not os.path.islink(path):
+        os.chmod(path, os.stat(path).st_mode | stat.S_IRWXU)
+    function(path)
+
+
+def _bazel_symlinks(repo: Repo) -> list[str]:
+    """Bazel's convenience symlinks (`/bazel-bin`, ...), kept across resets.
+
+    Those of the scoring workspace and of the worktree's top (a workspace may sit in
+    a subdirectory, and the top may be scored too), as `git clean -e` patterns. Only
+    symlinks: a file or directory a patch named `bazel-x` is cleaned like any other.
+    """
+    kept: list[str] = []
+    prefix = f"/{repo.workspace_rel}" if repo.workspace_rel else ""
+    for folder, anchor in ((repo.scoring_workspace, prefix), (repo.scoring_root, "")):
+        if folder.is_dir():
+            kept += [f"{anchor}/{p.name}" for p in folder.glob("bazel-*") if p.is_symlink()]
+    return sorted(set(kept))
+
+
+def prepare(repo: Repo, rev: str, progress: Progress) -> Path:
+    """The scoring worktree, created or reused, reset and cleaned at commit `rev`.
+
+    Returns the scoring workspace (the worktree, or the workspace directory in it).
+    """
+    root = repo.scoring_root
+    git(repo.toplevel, "worktree", "prune")
+    if _registered(repo) and (root / ".git").exists():
+        progress.step(f"reusing the scoring worktree {root} at {rev[:12]}")
+        git(root, "reset", "--quiet", "--hard", rev)
+        keep = [arg for pattern in _bazel_symlinks(repo) for arg in ("-e", pattern)]
+        git(root, "clean", "-ffdxq", *keep)
+    else:
+        if root.exists() or root.is_symlink():
+            progress.step(f"removing a stale scoring worktree at {root}")
+            if root.is_dir() and not root.is_symlink():
+                shutil.rmtree(root, onerror=_writable_and_retry)
+            else:
+                root.unlink()
+            git(repo.toplevel, "worktree", "prune")
+        progress.step(f"creating the scoring worktree {root} at {rev[:12]}")
+        root.parent.mkdir(parents=True, exist_ok=True)
+        git(repo.toplevel, "worktree", "add", "--quiet", "--detach", "--force", str(root), rev)
+    head = git(root, "rev-parse", "HEAD").strip()
+    if head != rev:
+        raise CliError(f"the scoring worktree {root} is at {head}, not {rev}; remove it and retry")
+    workspace = repo.scoring_workspace
+    if not any((workspace / name).is_file() for name in WORKSPACE_FILES):
+        raise CliError(
+            f"at {rev[:12]} the repository has no Bazel workspace at "
+            f"{repo.workspace_rel or 'its top'} (no {', '.join(WORKSPACE_FILES)}); pass a --base "
+            "that has one"
+        )
+    return workspace
+
+
+def apply_patch(repo: Repo, patch: bytes, shown: str, base: str) -> None:
+    """`git apply --check`, then `git apply --index`, of a patch in the scoring worktree."""
+    args = ["apply", "--index", "--whitespace=nowarn"]
+    if repo.workspace_rel:
+        args.append(f"--directory={repo.workspace_rel}")
+    check = _git(repo.scoring_root, *args, "--check", "-", stdin=patch)
+    if check.returncode != 0:
+        why = check.stderr.decode("utf-8", "replace").strip() or "git gave no reason"
+        raise CliError(
+            f"{shown} does not apply to base {base[:12]}: {why}\n"
+            f"The patch was made against another tree: rebase it onto {base[:12]} (or pass "
+            "--base <the commit it was made against>); paths in it are relative to the "
+            "workspace root, as `git diff` writes them there"
+        )
+    git(repo.scoring_root, *args, "-", stdin=patch)
+
+
+def describe(repo: Repo, rev: str) -> str:
+    """How people know the scoring workspace: their checkout, at a commit."""
+    return f"{repo.workspace} (at {rev[:12]})"
