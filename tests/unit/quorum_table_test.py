@@ -293,7 +293,7 @@ class ReviewGuardTest(absltest.TestCase):
             with self.subTest(path=path):
                 report = gate(["store/counters/inc.py", path])
                 self.assert_guarded(report, path, "rule set")
-        report = gate(["store/counters/inc.py", "rules_extra/x.bzl"])
+        report = gate(["store/counters/inc.py", "rules_extra/x.py"])
         self.assertEqual(report.decision, "promote")
 
     def test_one_entry_per_path_with_every_reason(self):

@@ -54,6 +54,20 @@ _WORKSPACE_FILES = ("WORKSPACE", "WORKSPACE.bazel", "MODULE.bazel")
 _LABEL = re.compile(r"^(?:@@?)?//([A-Za-z0-9_./+-]*)(?::([^:]+))?$")
 # How long bazel gets to cancel the build after SIGINT before it is killed.
 _CANCEL_GRACE_SECONDS = 30.0
+# Workspace files that decide how Bazel itself runs: the `tools/bazel` hook of the
+# `bazel` launcher, the Bazel version, the repository definitions (which can point
+# @agent_gate elsewhere) and, by name, every rc file (`.bazelrc`, an imported
+# `user.bazelrc`, ...). A tree whose diff touches one could replace the gate or
+# rewrite its verdict from outside it, so it is never run (see docs/threat-model.md).
+BAZEL_CONTROL_FILES = (
+    "tools/bazel",
+    ".bazelversion",
+    ".bazeliskrc",
+    "WORKSPACE",
+    "WORKSPACE.bazel",
+    "WORKSPACE.bzlmod",
+    "MODULE.bazel",
+)
 
 
 class BazelNotFoundError(RuntimeError):
@@ -61,7 +75,17 @@ class BazelNotFoundError(RuntimeError):
 
 
 class GateInputError(ValueError):
-    """An input the gate's flags cannot carry faithfully; the caller must fail closed."""
+    """An input the gate cannot be run on faithfully; the caller must fail closed."""
+
+
+def bazel_control_paths(changed_paths: Sequence[str]) -> list[str]:
+    """The changed paths that configure Bazel itself (BAZEL_CONTROL_FILES, rc files)."""
+    found = []
+    for path in changed_paths:
+        normal = "/".join(part for part in path.split("/") if part not in ("", "."))
+        if normal in BAZEL_CONTROL_FILES or normal.rpartition("/")[2].endswith("bazelrc"):
+            found.append(path)
+    return found
 
 
 @dataclass(frozen=True)
@@ -346,7 +370,8 @@ def run_gate(
     outputs (default: `default_work_dir(run_id)`, left for the caller to read).
     `use_rc_file` forces the flags into an rc file (True) or onto the command
     line (False); None decides by their size. Raises BazelNotFoundError without
-    a bazel binary and GateInputError for inputs the flags cannot carry.
+    a bazel binary, and GateInputError for inputs the flags cannot carry or a diff
+    touching what configures Bazel itself (`bazel_control_paths`).
     """
     workspace = Path(workspace).absolute()
     if not any((workspace / name).is_file() for name in _WORKSPACE_FILES):
@@ -354,6 +379,14 @@ def run_gate(
     binary = find_bazel(bazel)
     subdir = testlogs_subdir(target)
     changed = list(changed_paths)
+    control = bazel_control_paths(changed)
+    if control:
+        raise GateInputError(
+            f"the diff touches {', '.join(control[:5])}, which decides how Bazel itself runs "
+            "(its launcher, rc files, version or repositories): a gate run in that tree could "
+            "be replaced or have its verdict rewritten, so it is not run; a human must review "
+            "the patch (not a promote)"
+        )
     flags = gate_flags(
         changed_paths=changed,
         run_id=run_id,

@@ -18,6 +18,9 @@ from agent_gate import full_pass, gate, quorum, report
 from proto import agent_gate_pb2
 
 _LOG_TAIL_LINES = 15
+# A property may print megabytes, even on one line: the test log shows a bounded tail.
+_LOG_TAIL_BYTES = 16 * 1024
+_LOG_LINE_CHARS = 400
 
 
 def _resolver() -> gate.Resolve:
@@ -37,10 +40,25 @@ def _log_tails(loaded: gate.LoadedGate, result: agent_gate_pb2.GateReport) -> li
         if row.vote != "no":
             continue
         for number, log in enumerate(loaded.logs.get(row.property_id, []), start=1):
-            tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-_LOG_TAIL_LINES:]
+            tail = _tail(log)
             lines.append(f"--- {row.property_id}, run {number} (last {len(tail)} lines) ---")
             lines.extend(tail)
     return lines
+
+
+def _tail(log: Path) -> list[str]:
+    """The last lines of a run's output, read from its last bytes only, each line cut short."""
+    with log.open("rb") as stream:
+        size = stream.seek(0, os.SEEK_END)
+        stream.seek(max(0, size - _LOG_TAIL_BYTES))
+        data = stream.read()
+    lines = data.decode("utf-8", errors="replace").splitlines()[-_LOG_TAIL_LINES:]
+    return [
+        line
+        if len(line) <= _LOG_LINE_CHARS
+        else f"{line[:_LOG_LINE_CHARS]} [... cut at {_LOG_LINE_CHARS} characters]"
+        for line in lines
+    ]
 
 
 def main(argv: list[str]) -> int:

@@ -7,11 +7,15 @@ fails closed, so every error names the file and the line of the row at fault.
 
 Edits (``append_row``, ``set_state``) touch only the bytes they must, keep every
 comment and the row order, re-validate the result, and replace the file
-atomically so a crash never leaves half a ledger.
+atomically so a crash never leaves half a ledger: the new text goes to a synced
+temp file named after the writer's pid, then is renamed over the ledger. A writer
+killed before the rename leaves the old ledger and a temp file, which the next
+edit removes once that pid is gone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -42,6 +46,7 @@ _PUNCT = "{}<>[]:;,"
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 _NEW_FILE_MODE = 0o644
+_TEMP_SUFFIX = ".tmp"
 _MAX_LISTED_IDS = 30
 
 
@@ -354,6 +359,36 @@ def _require_text(path: Path) -> None:
         )
 
 
+def _temp_prefix(path: Path, pid: int) -> str:
+    return f".{path.name}.{pid}."
+
+
+def _sweep_dead_writers(path: Path) -> None:
+    """Remove temp files of earlier edits whose process died (SIGKILL, power loss).
+
+    A temp file is named after its writer's pid; one whose writer still runs is
+    left alone, so a live concurrent edit never loses its file.
+    """
+    head = f".{path.name}."
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith(head) and name.endswith(_TEMP_SUFFIX)):
+            continue
+        pid_text = name[len(head) :].split(".", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                os.unlink(path.parent / name)
+        except OSError:
+            continue  # alive, owned by someone else
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` via a synced temp file in the same directory."""
     path = Path(os.path.realpath(path))  # a symlinked ledger keeps its link
@@ -361,7 +396,10 @@ def _atomic_write(path: Path, data: bytes) -> None:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         mode = _NEW_FILE_MODE
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    _sweep_dead_writers(path)
+    fd, tmp = tempfile.mkstemp(
+        dir=path.parent, prefix=_temp_prefix(path, os.getpid()), suffix=_TEMP_SUFFIX
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

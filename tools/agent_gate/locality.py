@@ -64,7 +64,10 @@ def normalize_path(path: str) -> str:
             raise ValueError(f"path {path!r} contains {name}; paths must be one line")
     if path.startswith("/"):
         raise ValueError(f"path {path!r} is absolute; give it relative to the repo root")
-    components = [part for part in path.split("/") if part not in ("", ".")]
+    parts = path.split("/")
+    if "" not in parts and "." not in parts and ".." not in parts:
+        return path  # already repo-relative: the common case, no copy
+    components = [part for part in parts if part not in ("", ".")]
     if ".." in components:
         raise ValueError(
             f"path {path!r} contains a '..' component; give the plain repo-relative path"
@@ -98,30 +101,37 @@ class LocalityIndex:
 
     def __init__(self, entries: Iterable[tuple[str, Sequence[str]]]) -> None:
         self._by_prefix: dict[str, list[str]] = {}
+        # Proper component prefixes of indexed prefixes: a path's walk down its own
+        # prefixes stops where no indexed prefix lies below.
+        self._above: set[str] = set()
         for property_id, prefixes in entries:
             for prefix in prefixes:
                 error = validate_prefix(prefix)
                 if error is not None:
                     raise ValueError(f"property {property_id}: {error}")
-                owners = self._by_prefix.setdefault(normalize_prefix(prefix), [])
+                normal = normalize_prefix(prefix)
+                self._above.update(c for c in component_prefixes(normal) if c != normal)
+                owners = self._by_prefix.setdefault(normal, [])
                 # One property may list overlapping prefixes; keep each owner once.
                 if not owners or owners[-1] != property_id:
                     owners.append(property_id)
 
-    def match(self, paths: Iterable[str]) -> dict[str, str]:
+    def match(self, paths: Iterable[str], *, normalized: bool = False) -> dict[str, str]:
         """Map each matched property id to the first path (in input order) that matched it.
 
-        Paths are normalized before lookup (ValueError on absolute or '..' paths); the
-        reported path is the one given. A prefix is consumed on its first hit: later
-        paths under it cannot change any answer, so no owner list is walked twice.
+        Paths are normalized before lookup (ValueError on absolute or '..' paths) unless
+        the caller already did (`normalized=True`); the reported path is the one given.
+        A prefix is consumed on its first hit: later paths under it cannot change any
+        answer, so no owner list is walked twice.
         """
         pending = dict(self._by_prefix)
         matched: dict[str, str] = {}
         for path in paths:
-            for candidate in component_prefixes(normalize_path(path)):
+            for candidate in component_prefixes(path if normalized else normalize_path(path)):
                 owners = pending.pop(candidate, None)
-                if owners is None:
-                    continue
-                for property_id in owners:
-                    matched.setdefault(property_id, path)
+                if owners is not None:
+                    for property_id in owners:
+                        matched.setdefault(property_id, path)
+                if candidate not in self._above:
+                    break
         return matched

@@ -15,6 +15,9 @@ are read the way git reads them:
 * C-quoted names (`"a/x y\\303\\251"`) are unquoted, octal escapes as UTF-8;
 * hunk bodies are skipped by their line counts, so a removed line reading
   `-- x` (shown as `--- x`) is never taken for a header.
+* a `GIT binary patch` body is skipped only while its lines look like one
+  (`literal N`, base85, blank): a diff placed after it, which `git apply`
+  applies too, is still read.
 
 One pass over the lines, no backtracking: a 50,000-file patch reads in well
 under a second. A text that is empty, binary or holds no diff header raises
@@ -31,6 +34,8 @@ from pathlib import Path
 DEV_NULL = "/dev/null"
 
 _HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+# The lines of a `GIT binary patch` body: hunk headers, base85 data, blank separators.
+_BINARY_DATA = re.compile(r"(?:literal|delta) \d+|[A-Za-z][0-9A-Za-z!#$%&()*+;<=>?@^_`{|}~-]*|")
 _ESCAPES = {
     "a": 0x07,
     "b": 0x08,
@@ -267,12 +272,14 @@ class _Reader:
             number = index + 1
             section = self.section
             if section is not None and section.binary_literal:
-                # base85 lines hold no spaces, so no header can hide among them.
-                if line.startswith("diff --git "):
-                    section.binary_literal = False
-                else:
+                # Only what a binary hunk holds is skipped: `literal N`/`delta N`, base85
+                # lines (which hold no spaces, so no header can pose as one) and blank
+                # lines. Anything else ends it and is read like any line, because
+                # `git apply` reads a patch that follows a binary hunk too.
+                if _BINARY_DATA.fullmatch(line):
                     index += 1
                     continue
+                section.binary_literal = False
             if line.startswith("diff --git "):
                 self.start_git_section(number, line)
             elif line.startswith(("diff --cc ", "diff --combined ")):

@@ -8,7 +8,6 @@ and promote is only what is left when nothing else fired.
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -276,11 +275,18 @@ class _Guards:
 
     def __init__(self) -> None:
         self._why: dict[str, list[str]] = {}
+        # Every proper component prefix of a guarded prefix: a path's walk down its
+        # own prefixes stops as soon as no guard lies below, so a diff of paths far
+        # from every guard costs one or two lookups a path.
+        self._above: set[str] = set()
 
     def add(self, prefix: str, why: str) -> None:
         reasons = self._why.setdefault(prefix, [])
         if why not in reasons:
             reasons.append(why)
+        self._above.update(
+            candidate for candidate in component_prefixes(prefix) if candidate != prefix
+        )
 
     def hits(self, path: str) -> list[tuple[str, str]]:
         """(prefix, why) for every guarded prefix covering the path."""
@@ -289,6 +295,8 @@ class _Guards:
             return found
         for candidate in component_prefixes(path):
             found.extend((candidate, why) for why in self._why.get(candidate, ()))
+            if candidate not in self._above:
+                break
         return found
 
 
@@ -358,10 +366,14 @@ def _scan_diff(
         if spec.id in matched
         for src in spec.predicate_srcs
     )
+    beside: dict[str, list[str]] = {}  # directory of a matched predicate source -> owners
     for src, owners in srcs.items():
         normal = _normal_or_error(src, f"predicate source of {_names(owners)}", errors)
         if normal is not None:
             guards.add(normal, f"predicate source of matched {_names(owners)}")
+            for owner in owners:
+                beside.setdefault(normal.rpartition("/")[0], []).append(owner)
+    observed = {prefix for _, prefixes in catalog.entries for prefix in prefixes}
     packages = _by_key((spec.package.removesuffix("/"), spec.id) for spec in inputs.catalog)
     gate_package = inputs.gate_package.removesuffix("/")
 
@@ -371,12 +383,20 @@ def _scan_diff(
         hits = guards.hits(path)
         touched.update(prefix for prefix, _ in hits)
         whys = [why for _, why in hits]
-        directory, name = posixpath.split(path)
+        directory, _, name = path.rpartition("/")  # paths are normalized: no trailing '/'
         if name in BUILD_FILE_NAMES:
             if directory == gate_package:
                 whys.append("BUILD file declaring the agent_gate target")
             if directory in packages:
                 whys.append(f"BUILD file defining property {_names(packages[directory])}")
+        if name.endswith(".bzl"):
+            whys.append("Starlark: it can redefine properties, their predicates or the gate")
+        owners = _beside_predicate(path, directory, beside, observed)
+        if owners:
+            whys.append(
+                f"beside the predicate of matched {_names(owners)} (its helpers, data or "
+                "BUILD file), observed by no property"
+            )
         if whys:
             guarded.append(f"{path} ({'; '.join(whys)})")
 
@@ -411,6 +431,30 @@ def _scan_diff(
             )
         )
     return guarded, fixtures
+
+
+def _beside_predicate(
+    path: str, directory: str, beside: Mapping[str, list[str]], observed: set[str]
+) -> list[str]:
+    """Owners of matched predicates the path sits beside, unless a locality observes it.
+
+    A predicate is more than its `srcs`: helpers, golden data and the BUILD file
+    declaring the test usually sit in the same directory tree. That tree is
+    guarded, except for what a property's locality covers (product code, which
+    patches may change). A predicate at the repository root guards only its
+    own directory's files, not the whole repository.
+    """
+    if not beside:
+        return []
+    found: list[str] = []
+    if directory == "":
+        found.extend(beside.get("", ()))
+    else:
+        for candidate in component_prefixes(directory):
+            found.extend(beside.get(candidate, ()))
+    if not found or any(candidate in observed for candidate in component_prefixes(path)):
+        return []
+    return list(dict.fromkeys(found))
 
 
 def _compare(seal: FixtureSeal) -> str:
@@ -604,7 +648,7 @@ def evaluate(inputs: GateInputs) -> agent_gate_pb2.GateReport:
     errors = list(inputs.errors)
     paths, shown = _check_paths(inputs.changed_paths, errors)
     catalog = _check_catalog(inputs.catalog, errors)
-    matched = LocalityIndex(catalog.entries).match(paths)
+    matched = LocalityIndex(catalog.entries).match(paths, normalized=True)
     ledger = _check_ledger(inputs, catalog.ids, errors)
     guarded, fixtures = _scan_diff(inputs, paths, catalog, matched, errors)
 

@@ -257,15 +257,20 @@ def _atomic_write(path: Path, text: str) -> None:
 def write_all(
     report: agent_gate_pb2.GateReport, out_dir: Path, xml_path: Path | None = None
 ) -> list[Path]:
-    """Write JSON, text, Markdown and JUnit XML; the XML goes to ``xml_path`` if given."""
+    """Write text, Markdown, JUnit XML and JSON; the XML goes to ``xml_path`` if given.
+
+    The JSON report, the one machines read the decision from, is written last: if
+    any write fails (a full disk), no JSON claims a decision the gate could not
+    finish reporting.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     xml_target = xml_path if xml_path is not None else out_dir / XML_NAME
     xml_target.parent.mkdir(parents=True, exist_ok=True)
     outputs = [
-        (out_dir / JSON_NAME, to_json(report)),
         (out_dir / TEXT_NAME, to_text(report)),
         (out_dir / MARKDOWN_NAME, to_markdown(report)),
         (xml_target, to_junit(report)),
+        (out_dir / JSON_NAME, to_json(report)),
     ]
     for path, text in outputs:
         _atomic_write(path, text)

@@ -9,6 +9,7 @@ hanging or crashing property never makes the runner itself fail.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import os
 import signal
@@ -98,6 +99,61 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
+_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+_MAX_REAP_ROUNDS = 1000
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants of a run re-parent to this process, not to init (Linux).
+
+    A descendant that starts its own session (`setsid`, a daemon's double fork)
+    leaves the run's process group, so killing the group misses it; as a child
+    subreaper the runner still finds it among its own children and kills it.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> list[int]:
+    me = os.getpid()
+    found: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path("/proc", entry, "stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        if len(fields) > 1 and fields[1] == str(me):
+            found.append(int(entry))
+    return found
+
+
+def kill_orphans() -> int:
+    """SIGKILL and reap every child this process still has; return how many there were.
+
+    After a run the runner has no child of its own, so any child is a descendant
+    of the run that outlived it (adopted thanks to `become_subreaper`).
+    """
+    killed = 0
+    for _ in range(_MAX_REAP_ROUNDS):
+        children = _children()
+        if not children:
+            break
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in children:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        killed += len(children)
+    return killed
+
+
 def run_once(spec: RunSpec, run_number: int, log_path: Path) -> agent_gate_pb2.Run:
     run = agent_gate_pb2.Run(run_number=run_number)
     run.fixture_seal_before = _fixture_seal(spec)
@@ -123,6 +179,7 @@ def run_once(spec: RunSpec, run_number: int, log_path: Path) -> agent_gate_pb2.R
                 run.timed_out = True
             finally:
                 _kill_group(process)
+                kill_orphans()
         run.duration_seconds = round(time.monotonic() - started, 3)
     run.output_sha256 = _sha256_file(log_path)
     run.fixture_seal_after = _fixture_seal(spec)
@@ -138,12 +195,15 @@ def _sha256_file(path: Path) -> str:
 
 
 def run_twice(spec: RunSpec, logs: Sequence[Path]) -> agent_gate_pb2.RunResult:
+    """Both runs of a property. Meant for a process of its own (the PropertyDoubleRun
+    action): after each run every remaining child of this process is killed."""
     result = agent_gate_pb2.RunResult(
         property_id=spec.property_id,
         label=spec.label,
         run_id=spec.run_id,
         timeout_seconds=spec.timeout_seconds,
     )
+    become_subreaper()
     for run_number, log_path in zip((1, 2), logs, strict=True):
         result.runs.append(run_once(spec, run_number, log_path))
     first, second = result.runs

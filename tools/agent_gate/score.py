@@ -136,8 +136,9 @@ def pre_apply_report(
     touched: Sequence[str],
     run_id: str,
     override: quorum.Override | None,
+    note: str = _NOT_APPLIED,
 ) -> agent_gate_pb2.GateReport:
-    """The report of a base whose fixtures drifted: the patch was never applied, nothing ran.
+    """The report of a patch that was never applied, so nothing ran (drifted base fixtures).
 
     The quorum still weighs the ledger, so stop_queue keeps its precedence over the fault.
     """
@@ -168,8 +169,33 @@ def pre_apply_report(
         if row.property_id in matched:
             row.matched = True
             row.matched_by = matched[row.property_id]
-        row.note = _NOT_APPLIED
+        row.note = note
     return result
+
+
+def control_report(
+    report: agent_gate_pb2.GateReport, control: Sequence[str]
+) -> agent_gate_pb2.GateReport:
+    """Review for a diff that reconfigures Bazel itself: running the gate on it would trust it.
+
+    `report` is the pre-apply report (ledger and seals weighed, nothing run); review
+    joins its reasons at its precedence, so stop_queue and fixture_fault still win.
+    """
+    shown = ", ".join(control[: quorum.MAX_REPORTED_PATHS])
+    reason = (
+        f"review: the diff touches {shown}, which decide how Bazel itself runs (launcher, rc "
+        "files, WORKSPACE, MODULE.bazel); the gate is not run on a patch that could replace "
+        "it: a human must look"
+    )
+    report.guarded_paths.extend(f"{path} (configures Bazel itself)" for path in control)
+    reasons = [*report.reasons, reason]
+    reasons.sort(key=lambda text: quorum.PRECEDENCE.index(text.split(":", 1)[0]))
+    reasons = [text for text in reasons if not text.startswith("promote")]
+    del report.reasons[:]
+    report.reasons.extend(reasons)
+    report.rule = reasons[0]
+    report.decision = reasons[0].split(":", 1)[0]
+    return report
 
 
 def report_paths(requested: Path | None, default_dir: Path, run_id: str) -> tuple[Path, Path]:
@@ -322,6 +348,20 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
                 override=override,
             )
             return _finish(faulted, paths, progress, out, {})
+        control = bazel.bazel_control_paths(touched)
+        if control:
+            progress.step(f"the diff reconfigures Bazel itself ({', '.join(control[:3])}): review")
+            reviewed = pre_apply_report(
+                cat,
+                seals=seals,
+                rows=rows,
+                commit_counts=counts,
+                touched=touched,
+                run_id=run_id,
+                override=override,
+                note="not run: the diff reconfigures Bazel itself, so the gate was not run on it",
+            )
+            return _finish(control_report(reviewed, control), paths, progress, out, {})
         progress.step(f"fixture seals match ({len(seals)} tree(s)); applying the patch")
         with progress.timed("apply"):
             worktree.apply_patch(repo, data, str(options.patch), base)

@@ -36,6 +36,9 @@ from pathlib import Path
 _CHUNK = 1 << 20  # 1 MiB reads: few syscalls, and hashlib drops the GIL per update.
 _BATCH_BYTES = 4 * _CHUNK
 _BATCH_FILES = 256
+# Below this size a file costs more in per-file Python work than in hashing, and
+# threads would only contend for the GIL over it.
+_PARALLEL_MIN_SIZE = 64 * 1024
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 _SEAL_SUFFIX = b".seal"
 _ESCAPED_BY_SHA256SUM = (b"\\", b"\n", b"\r")
@@ -83,7 +86,30 @@ def _buffer() -> bytearray:
     return buf
 
 
-def _hash_file(path: bytes) -> str:
+def _hash_small(path: bytes, size: int) -> str:
+    """A file smaller than one chunk: open, one read, close; no file object.
+
+    Asking for one byte more than the listed size and getting exactly the size means
+    end of file; any other count (the file changed) reads on to the real end.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            chunks = [os.read(fd, size + 1)]
+            if len(chunks[0]) != size:
+                while chunk := os.read(fd, _CHUNK):
+                    chunks.append(chunk)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        raise SealError(f"{_display(path)}: cannot read: {err.strerror or err}") from err
+    return hashlib.sha256(b"".join(chunks)).hexdigest()
+
+
+def _hash_file(path: bytes, size: int) -> str:
+    if size < _CHUNK:
+        # Most fixture files are small: a file object per file would cost more than its hash.
+        return _hash_small(path, size)
     digest = hashlib.sha256()
     buf = _buffer()
     view = memoryview(buf)
@@ -105,19 +131,19 @@ def _default_workers() -> int:
     return max(1, min(32, cores))
 
 
-def _batches(entries: list[tuple[bytes, bytes, int]]) -> list[list[int]]:
-    """Group entry indices into tasks: big files alone, small files by the hundred.
+def _batches(sizes: list[int], indices: Iterable[int]) -> list[list[int]]:
+    """Group entry indices into tasks: big files alone, the rest by the hundred.
 
-    Largest first, so a big file never starts last and serialises the tail; small
+    Largest first, so a big file never starts last and serialises the tail; smaller
     files share a task because per-task overhead would otherwise dominate.
     """
-    order = sorted(range(len(entries)), key=lambda i: entries[i][2], reverse=True)
+    order = sorted(indices, key=sizes.__getitem__, reverse=True)
     batches: list[list[int]] = []
     current: list[int] = []
     size = 0
     for i in order:
         current.append(i)
-        size += entries[i][2]
+        size += sizes[i]
         if size >= _BATCH_BYTES or len(current) >= _BATCH_FILES:
             batches.append(current)
             current, size = [], 0
@@ -126,31 +152,65 @@ def _batches(entries: list[tuple[bytes, bytes, int]]) -> list[list[int]]:
     return batches
 
 
+def _check_names(entries: list[tuple[bytes, bytes, int]]) -> None:
+    # One scan of all names ('/' joins them: it is in every path and never refused);
+    # only a hit pays for finding which name it was.
+    names = b"/".join([shown for shown, _, _ in entries])
+    if any(bad in names for bad in _ESCAPED_BY_SHA256SUM):
+        for shown, _, _ in entries:
+            _check_name(shown)
+
+
+def _hash_all(entries: list[tuple[bytes, bytes, int]], count: int) -> list[str]:
+    """Hex digest of every entry's file, in entry order.
+
+    Files of `_PARALLEL_MIN_SIZE` bytes or more go to `count` threads (reading and
+    hashing them releases the GIL); smaller ones are hashed by this thread in the
+    meantime: their cost is per-file Python work, which threads would only contend for.
+    """
+    sizes = [size for _, _, size in entries]
+    big = [i for i, size in enumerate(sizes) if size >= _PARALLEL_MIN_SIZE]
+    if count == 1 or not big:
+        return [_hash_file(path, size) for _, path, size in entries]
+    digests = [""] * len(entries)
+    batches = _batches(sizes, big)
+    with ThreadPoolExecutor(max_workers=min(count, len(batches))) as pool:
+        done = pool.map(
+            lambda batch: [_hash_file(entries[i][1], entries[i][2]) for i in batch], batches
+        )
+        for i, (_, path, size) in enumerate(entries):
+            if size < _PARALLEL_MIN_SIZE:
+                digests[i] = _hash_file(path, size)
+        for batch, hashed in zip(batches, done, strict=True):
+            for i, hex_digest in zip(batch, hashed, strict=True):
+                digests[i] = hex_digest
+    return digests
+
+
 def _digest_entries(entries: list[tuple[bytes, bytes, int]], workers: int | None) -> str:
     """Seal (display path, filesystem path, size) entries as the pipeline would."""
-    entries = sorted(entries, key=lambda entry: entry[0])
-    for shown, _, _ in entries:
-        _check_name(shown)
+    # Display paths are unique, so tuples sort by them: bytewise, as `LC_ALL=C sort -z`.
+    entries = sorted(entries)
+    _check_names(entries)
     count = workers if workers is not None else _default_workers()
     if count < 1:
         raise SealError(f"workers must be at least 1, got {count}")
-    digests: list[str] = [""] * len(entries)
-    batches = _batches(entries)
-    if count == 1 or len(batches) <= 1:
-        for batch in batches:
-            for i in batch:
-                digests[i] = _hash_file(entries[i][1])
-    else:
-        with ThreadPoolExecutor(max_workers=min(count, len(batches))) as pool:
-            done = pool.map(lambda batch: [_hash_file(entries[i][1]) for i in batch], batches)
-            for batch, hashed in zip(batches, done, strict=True):
-                for i, hex_digest in zip(batch, hashed, strict=True):
-                    digests[i] = hex_digest
+    digests = _hash_all(entries, count)
     outer = hashlib.sha256()
     if not entries:
         outer.update(seal_line(_EMPTY_SHA256).encode())
-    for (shown, _, _), hex_digest in zip(entries, digests, strict=True):
-        outer.update(hex_digest.encode() + b"  " + shown + b"\n")
+    step = 4096  # hash the listing a few thousand lines at a time, not line by line
+    for start in range(0, len(entries), step):
+        outer.update(
+            b"".join(
+                [
+                    hex_digest.encode() + b"  " + shown + b"\n"
+                    for (shown, _, _), hex_digest in zip(
+                        entries[start : start + step], digests[start : start + step], strict=True
+                    )
+                ]
+            )
+        )
     return outer.hexdigest()
 
 

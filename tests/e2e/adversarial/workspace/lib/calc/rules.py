@@ -1,0 +1,3 @@
+"""Rounding rules shared by the calculator."""
+
+ROUNDING = 2

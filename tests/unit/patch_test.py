@@ -1,0 +1,490 @@
+"""agent_gate.patch: the paths a candidate diff touches, read the way `git apply` reads them.
+
+The gate's guards (fixtures, seals, ledger, BUILD files, predicates, the rule set)
+see only the paths this module reports, so every path `git apply` would touch
+must be among them: both sides of a rename or copy, the old side of a deletion,
+a mode change, a binary file, a quoted name, and a diff hidden behind a binary
+hunk. A text that is not a patch fails closed with PatchError.
+"""
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from absl.testing import absltest
+
+from agent_gate import patch
+from agent_gate.patch import PatchError, touched_paths
+
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "patch test",
+    "GIT_AUTHOR_EMAIL": "patch-test@example.invalid",
+    "GIT_COMMITTER_NAME": "patch test",
+    "GIT_COMMITTER_EMAIL": "patch-test@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+def _lines(*lines: str) -> str:
+    return "\n".join(lines) + "\n"
+
+
+class HandWrittenPatchTest(absltest.TestCase):
+    """Each shape of section git writes, spelled out byte for byte."""
+
+    def test_modification(self):
+        text = _lines(
+            "diff --git a/src/x.py b/src/x.py",
+            "index 1111111..2222222 100644",
+            "--- a/src/x.py",
+            "+++ b/src/x.py",
+            "@@ -1,2 +1,2 @@",
+            " keep",
+            "-old",
+            "+new",
+        )
+        self.assertEqual(touched_paths(text), ["src/x.py"])
+
+    def test_pure_rename_reports_both_sides(self):
+        text = _lines(
+            "diff --git a/lib/calc/rules.py b/lib/fmt/rules.py",
+            "similarity index 100%",
+            "rename from lib/calc/rules.py",
+            "rename to lib/fmt/rules.py",
+        )
+        self.assertEqual(touched_paths(text), ["lib/calc/rules.py", "lib/fmt/rules.py"])
+
+    def test_rename_with_edits_reports_both_sides_once(self):
+        text = _lines(
+            "diff --git a/a/old.txt b/b/new.txt",
+            "similarity index 80%",
+            "rename from a/old.txt",
+            "rename to b/new.txt",
+            "index 1111111..2222222 100644",
+            "--- a/a/old.txt",
+            "+++ b/b/new.txt",
+            "@@ -1 +1 @@",
+            "-x",
+            "+y",
+        )
+        self.assertEqual(touched_paths(text), ["a/old.txt", "b/new.txt"])
+
+    def test_old_style_rename_headers(self):
+        text = _lines(
+            "diff --git a/one b/two",
+            "rename old one",
+            "rename new two",
+        )
+        self.assertEqual(touched_paths(text), ["one", "two"])
+
+    def test_copy_reports_source_and_destination(self):
+        text = _lines(
+            "diff --git a/fixtures/a.json b/lib/a.json",
+            "similarity index 100%",
+            "copy from fixtures/a.json",
+            "copy to lib/a.json",
+        )
+        self.assertEqual(touched_paths(text), ["fixtures/a.json", "lib/a.json"])
+
+    def test_deletion_reports_the_old_side(self):
+        text = _lines(
+            "diff --git a/ledger.txtpb b/ledger.txtpb",
+            "deleted file mode 100644",
+            "index 1111111..0000000",
+            "--- a/ledger.txtpb",
+            "+++ /dev/null",
+            "@@ -1,2 +0,0 @@",
+            "-freeze {",
+            "-}",
+        )
+        self.assertEqual(touched_paths(text), ["ledger.txtpb"])
+
+    def test_new_file(self):
+        text = _lines(
+            "diff --git a/docs/new.md b/docs/new.md",
+            "new file mode 100644",
+            "index 0000000..1111111",
+            "--- /dev/null",
+            "+++ b/docs/new.md",
+            "@@ -0,0 +1 @@",
+            "+hello",
+        )
+        self.assertEqual(touched_paths(text), ["docs/new.md"])
+
+    def test_mode_change_alone(self):
+        text = _lines(
+            "diff --git a/tools/run.sh b/tools/run.sh",
+            "old mode 100644",
+            "new mode 100755",
+        )
+        self.assertEqual(touched_paths(text), ["tools/run.sh"])
+
+    def test_new_symlink(self):
+        text = _lines(
+            "diff --git a/fixtures/cases/escape b/fixtures/cases/escape",
+            "new file mode 120000",
+            "index 0000000..1111111",
+            "--- /dev/null",
+            "+++ b/fixtures/cases/escape",
+            "@@ -0,0 +1 @@",
+            "+../../outside.txt",
+            "\\ No newline at end of file",
+        )
+        self.assertEqual(touched_paths(text), ["fixtures/cases/escape"])
+
+    def test_binary_files_differ(self):
+        text = _lines(
+            "diff --git a/img/logo.png b/img/logo.png",
+            "index 1111111..2222222 100644",
+            "Binary files a/img/logo.png and b/img/logo.png differ",
+        )
+        self.assertEqual(touched_paths(text), ["img/logo.png"])
+
+    def test_binary_files_differ_without_git_header(self):
+        self.assertEqual(touched_paths("Binary files a/x.bin and b/x.bin differ\n"), ["x.bin"])
+
+    def test_git_binary_patch_body_is_skipped(self):
+        text = _lines(
+            "diff --git a/blob.bin b/blob.bin",
+            "index 1111111..2222222 100644",
+            "GIT binary patch",
+            "literal 7",
+            "Ocmb<msAQ;OC<g!skpbfX",
+            "",
+            "literal 5",
+            "McmYdfNMc9^00VOYCjbBd",
+            "",
+            "diff --git a/src/x.py b/src/x.py",
+            "--- a/src/x.py",
+            "+++ b/src/x.py",
+            "@@ -1 +1 @@",
+            "-a",
+            "+b",
+        )
+        self.assertEqual(touched_paths(text), ["blob.bin", "src/x.py"])
+
+    def test_diff_hidden_after_a_binary_hunk_is_read(self):
+        """`git apply` applies a plain diff placed after a binary hunk: it must be seen.
+
+        Before the fix every line after `GIT binary patch` up to the next
+        `diff --git` was skipped, so this ledger edit went unreported.
+        """
+        text = _lines(
+            "diff --git a/blob.bin b/blob.bin",
+            "index 1111111..2222222 100644",
+            "GIT binary patch",
+            "literal 7",
+            "Ocmb<msAQ;OC<g!skpbfX",
+            "",
+            "literal 5",
+            "McmYdfNMc9^00VOYCjbBd",
+            "",
+            "--- a/ledger.txtpb",
+            "+++ b/ledger.txtpb",
+            "@@ -1 +1 @@",
+            "-hello",
+            "+pwned",
+        )
+        self.assertEqual(touched_paths(text), ["blob.bin", "ledger.txtpb"])
+
+    def test_quoted_names_are_unquoted(self):
+        text = _lines(
+            'diff --git "a/docs/caf\\303\\251 \\"q\\".md" "b/docs/caf\\303\\251 \\"q\\".md"',
+            "index 1111111..2222222 100644",
+            '--- "a/docs/caf\\303\\251 \\"q\\".md"',
+            '+++ "b/docs/caf\\303\\251 \\"q\\".md"',
+            "@@ -1 +1 @@",
+            "-a",
+            "+b",
+        )
+        self.assertEqual(touched_paths(text), ['docs/café "q".md'])
+
+    def test_quoted_rename_target(self):
+        text = _lines(
+            'diff --git a/plain.txt "b/tab\\there.txt"',
+            "similarity index 100%",
+            "rename from plain.txt",
+            'rename to "tab\\there.txt"',
+        )
+        self.assertEqual(touched_paths(text), ["plain.txt", "tab\there.txt"])
+
+    def test_unquoted_names_with_spaces(self):
+        text = _lines(
+            "diff --git a/my dir/a b.txt b/my dir/a b.txt",
+            "--- a/my dir/a b.txt\t",
+            "+++ b/my dir/a b.txt\t",
+            "@@ -1 +1 @@",
+            "-a",
+            "+b",
+        )
+        self.assertEqual(touched_paths(text), ["my dir/a b.txt"])
+
+    def test_p1_strips_any_first_component(self):
+        text = _lines(
+            "--- old-tree/ledger.txtpb\t2024-01-01 00:00:00.000000000 +0000",
+            "+++ new-tree/ledger.txtpb\t2024-01-02 00:00:00.000000000 +0000",
+            "@@ -1 +1 @@",
+            "-a",
+            "+b",
+            "diff --git x/fixtures/f.json y/fixtures/f.json",
+            "--- x/fixtures/f.json",
+            "+++ y/fixtures/f.json",
+            "@@ -1 +1 @@",
+            "-a",
+            "+b",
+        )
+        self.assertEqual(touched_paths(text), ["ledger.txtpb", "fixtures/f.json"])
+
+    def test_header_and_body_that_disagree_report_both(self):
+        text = _lines(
+            "diff --git a/docs/readme.md b/docs/readme.md",
+            "--- a/ledger.txtpb",
+            "+++ b/ledger.txtpb",
+            "@@ -1 +1 @@",
+            "-a",
+            "+b",
+        )
+        self.assertEqual(touched_paths(text), ["docs/readme.md", "ledger.txtpb"])
+
+    def test_removed_line_that_looks_like_a_header_is_content(self):
+        """Lines `-- a/ledger.txtpb` removed and `++ b/ledger.txtpb` added are hunk content."""
+        text = _lines(
+            "diff --git a/notes.md b/notes.md",
+            "--- a/notes.md",
+            "+++ b/notes.md",
+            "@@ -1,3 +1,2 @@",
+            " keep",
+            "--- a/ledger.txtpb",
+            "+++ b/ledger.txtpb",
+            "-gone",
+        )
+        self.assertEqual(touched_paths(text), ["notes.md"])
+
+    def test_mail_text_before_the_first_header_is_ignored(self):
+        text = _lines(
+            "From 1111111 Mon Sep 17 00:00:00 2001",
+            "Subject: [PATCH] tidy",
+            "",
+            "---",
+            " src/x.py | 2 +-",
+            "",
+            "diff --git a/src/x.py b/src/x.py",
+            "--- a/src/x.py",
+            "+++ b/src/x.py",
+            "@@ -1 +1 @@",
+            "-a",
+            "+b",
+            "-- ",
+            "2.39.2",
+        )
+        self.assertEqual(touched_paths(text), ["src/x.py"])
+
+    def test_no_newline_markers_and_crlf(self):
+        text = (
+            "diff --git a/w.txt b/w.txt\r\n--- a/w.txt\r\n+++ b/w.txt\r\n@@ -1 +1 @@\r\n"
+            "-a\r\n\\ No newline at end of file\r\n+b\r\n\\ No newline at end of file\r\n"
+        )
+        self.assertEqual(touched_paths(text), ["w.txt"])
+
+    def test_each_path_once_in_first_seen_order(self):
+        section = _lines("diff --git a/{0} b/{0}", "old mode 100644", "new mode 100755")
+        text = "".join(section.format(name) for name in ("b", "a", "b", "c", "a"))
+        self.assertEqual(touched_paths(text), ["b", "a", "c"])
+
+    def test_bytes_input(self):
+        text = _lines("diff --git a/x b/x", "old mode 100644", "new mode 100755")
+        self.assertEqual(touched_paths(text.encode()), ["x"])
+
+
+class NotAPatchTest(absltest.TestCase):
+    """Anything the gate cannot read as a patch is an error, never an empty diff."""
+
+    def assert_refused(self, text, pattern: str) -> None:
+        with self.assertRaisesRegex(PatchError, pattern):
+            touched_paths(text)
+
+    def test_empty_and_blank(self):
+        for text in ("", "   \n\n\t\n", b""):
+            with self.subTest(text=text):
+                self.assert_refused(text, "empty patch")
+
+    def test_prose_is_not_a_patch(self):
+        self.assert_refused("Please merge this, it is fine.\n", "no `diff --git`")
+
+    def test_hunk_without_file_header(self):
+        self.assert_refused(_lines("@@ -1 +1 @@", "-a", "+b"), "without a file header")
+
+    def test_bad_hunk_header(self):
+        text = _lines("diff --git a/x b/x", "--- a/x", "+++ b/x", "@@ -one +two @@", "-a")
+        self.assert_refused(text, "bad hunk header")
+
+    def test_truncated_hunk(self):
+        text = _lines("diff --git a/x b/x", "--- a/x", "+++ b/x", "@@ -1,3 +1,3 @@", " a")
+        self.assert_refused(text, "ends before its line counts")
+
+    def test_corrupt_hunk_line(self):
+        text = _lines("diff --git a/x b/x", "--- a/x", "+++ b/x", "@@ -1,2 +1,2 @@", "?a", " b")
+        self.assert_refused(text, "corrupt hunk")
+
+    def test_hunk_running_into_the_next_header(self):
+        text = _lines(
+            "diff --git a/x b/x",
+            "--- a/x",
+            "+++ b/x",
+            "@@ -1,3 +1,3 @@",
+            " a",
+            "diff --git a/ledger.txtpb b/ledger.txtpb",
+        )
+        self.assert_refused(text, "corrupt hunk")
+
+    def test_merge_diffs(self):
+        for header in ("diff --cc src/x.py", "diff --combined src/x.py"):
+            with self.subTest(header=header):
+                text = _lines(header, "index 1,2..3", "--- a/src/x.py", "+++ b/src/x.py")
+                self.assert_refused(text, "combined \\(merge\\) diff")
+
+    def test_binary_data_is_not_text(self):
+        self.assert_refused(b"diff --git a/x b/x\n\x00\x01", "NUL")
+        self.assert_refused("diff --git a/x b/x\n\x00", "NUL")
+        self.assert_refused(b"diff --git a/x b/x\n\xff\xfe", "not UTF-8")
+        self.assert_refused("diff --git a/x b/x\n\udcff", "undecodable")
+
+    def test_header_whose_names_cannot_be_told_apart(self):
+        self.assert_refused(_lines("diff --git a/x y z b/q r s"), "cannot tell the two")
+
+    def test_bad_quoting(self):
+        self.assert_refused(_lines('diff --git "a/x\\q" "b/x"'), "bad file names")
+        self.assert_refused(_lines('diff --git "a/x b/x'), "bad file names|cannot tell")
+        self.assert_refused(_lines('--- "a/x\\400"', "+++ b/x", "@@ -1 +1 @@", "-a", "+b"), "bad")
+
+    def test_read_patch_checks_the_file(self):
+        directory = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value))
+        good = directory / "good.patch"
+        good.write_text(_lines("diff --git a/x b/x", "old mode 100644", "new mode 100755"))
+        self.assertEqual(touched_paths(patch.read_patch(good)), ["x"])
+        bad = directory / "bad.patch"
+        bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+        with self.assertRaises(PatchError):
+            patch.read_patch(bad)
+
+
+class QuotingTest(absltest.TestCase):
+    def test_unquote_c_style(self):
+        self.assertEqual(patch.unquote_c_style('"a\\tb\\\\c\\"d" rest'), ('a\tb\\c"d', 12))
+        self.assertEqual(patch.unquote_c_style('"\\303\\251"')[0], "é")
+        for bad in ("plain", '"unterminated', '"bad \\q"', '"short \\30"'):
+            with self.subTest(bad=bad), self.assertRaises(ValueError):
+                patch.unquote_c_style(bad)
+
+
+def _git(cwd: Path, *arguments: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "core.quotePath=true", *arguments],
+        cwd=cwd,
+        env={**os.environ, **_GIT_ENV},
+        capture_output=True,
+        check=True,
+    )
+    return done.stdout.decode("utf-8", "surrogateescape")
+
+
+class RealGitTest(absltest.TestCase):
+    """Diffs written by the git on this machine, compared with what git says it changed."""
+
+    def setUp(self):
+        self.repo = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value))
+        _git(self.repo, "init", "-q")
+
+    def _write(self, relative: str, data: bytes | str, mode: int = 0o644) -> None:
+        path = self.repo / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            data = data.encode()
+        path.write_bytes(data)
+        path.chmod(mode)
+
+    def test_every_kind_of_change(self):
+        body = "".join(f"line {n}\n" for n in range(40))
+        self._write("lib/calc/rules.py", body)
+        self._write("lib/calc/calc.py", "x = 1\n")
+        self._write("fixtures/cases/cases.txt", body)
+        self._write("tools/run.sh", "#!/bin/sh\n")
+        self._write("img/logo.bin", b"\x00\x01\x02" * 50)
+        self._write("ledger.txtpb", "# ledger\n")
+        self._write("docs/caf\u00e9 x.md", "a\n")
+        _git(self.repo, "add", "-A")
+        _git(self.repo, "commit", "-q", "-m", "base")
+
+        (self.repo / "lib/calc/rules.py").rename(self.repo / "lib/fmt_rules.py")
+        self._write("lib/copied_cases.txt", body)  # a copy of a fixture
+        (self.repo / "ledger.txtpb").unlink()
+        (self.repo / "tools/run.sh").chmod(0o755)
+        self._write("img/logo.bin", b"\x00\x09\x02" * 50)
+        self._write("docs/caf\u00e9 x.md", "b\n")
+        os.symlink("../../outside.txt", self.repo / "fixtures/cases/escape")
+        _git(self.repo, "add", "-A")
+        text = _git(self.repo, "diff", "--cached", "--binary", "-M", "-C", "--find-copies-harder")
+        self.assertIn("rename from lib/calc/rules.py", text)
+        self.assertIn("copy from fixtures/cases/cases.txt", text)
+        self.assertIn("GIT binary patch", text)
+
+        changed = _git(self.repo, "diff", "--cached", "--no-renames", "--name-only", "-z")
+        expected = {name for name in changed.split("\0") if name}
+        expected.add("fixtures/cases/cases.txt")  # the copy's source: reported, never missed
+        self.assertEqual(set(touched_paths(text)), expected)
+        self.assertIn("lib/calc/rules.py", expected)
+        self.assertIn("ledger.txtpb", expected)
+        self.assertIn("docs/caf\u00e9 x.md", expected)
+
+    def test_patch_applies_to_exactly_what_it_reports(self):
+        """`git apply --numstat` of the same text names a subset of the reported paths."""
+        self._write("a.txt", "a\n")
+        self._write("b/c.txt", "c\n")
+        _git(self.repo, "add", "-A")
+        _git(self.repo, "commit", "-q", "-m", "base")
+        self._write("a.txt", "A\n")
+        (self.repo / "b/c.txt").rename(self.repo / "d.txt")
+        _git(self.repo, "add", "-A")
+        text = _git(self.repo, "diff", "--cached", "--binary", "-M")
+        patch_file = self.repo.parent / f"{self.repo.name}.patch"
+        patch_file.write_text(text)
+        _git(self.repo, "reset", "-q", "--hard")
+        numstat = _git(self.repo, "apply", "--numstat", "-z", str(patch_file))
+        applied = {field for field in numstat.split("\0") if field and "\t" not in field}
+        applied |= {field.split("\t")[-1] for field in numstat.split("\0") if "\t" in field}
+        applied.discard("")
+        self.assertTrue(applied <= set(touched_paths(text)), (applied, touched_paths(text)))
+        self.assertEqual(set(touched_paths(text)), {"a.txt", "b/c.txt", "d.txt"})
+
+
+class ScaleTest(absltest.TestCase):
+    def test_fifty_thousand_files_read_fast(self):
+        sections = []
+        for index in range(50_000):
+            name = f"pkg{index % 97}/dir{index % 13}/file_{index:05d}.txt"
+            sections.append(
+                f"diff --git a/{name} b/{name}\nnew file mode 100644\nindex 0000000..1111111\n"
+                f"--- /dev/null\n+++ b/{name}\n@@ -0,0 +1 @@\n+{index}\n"
+            )
+        sections.insert(
+            31_337,
+            "diff --git a/ledger.txtpb b/ledger.txtpb\n--- a/ledger.txtpb\n+++ b/ledger.txtpb\n"
+            "@@ -1 +1 @@\n-a\n+b\n",
+        )
+        text = "".join(sections)
+        started = time.monotonic()
+        paths = touched_paths(text)
+        seconds = time.monotonic() - started
+        self.assertLen(paths, 50_001)
+        self.assertEqual(paths[31_337], "ledger.txtpb")
+        self.assertEqual(paths[0], "pkg0/dir0/file_00000.txt")
+        # Well under a second on a laptop; the bound leaves room for a loaded CI core.
+        self.assertLess(seconds, 10.0, f"{seconds:.2f}s for 50,001 files")
+        print(f"touched_paths: 50,001 files ({len(text) / 1e6:.1f} MB) in {seconds:.2f}s")
+
+
+if __name__ == "__main__":
+    absltest.main()
