@@ -78,16 +78,7 @@ def _ledger_rows(
     except ledger.LedgerError as error:
         errors.append(str(error).replace(str(path), shown, 1))
         return ()
-    return tuple(
-        quorum.LedgerRow(
-            property_id=row.property_id,
-            state=row.state,
-            opened_against_commit=row.opened_against_commit,
-            retire_by_commit_count=row.retire_by_commit_count,
-            owner=row.owner,
-        )
-        for row in loaded.freeze
-    )
+    return ledger.ledger_rows(loaded)
 
 
 def load(config: dict[str, Any], resolve: Resolve) -> LoadedGate:

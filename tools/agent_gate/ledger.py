@@ -27,6 +27,7 @@ from pathlib import Path
 
 from google.protobuf import json_format, text_encoding, text_format
 
+from agent_gate import quorum
 from proto import agent_gate_pb2
 
 STATES = ("open", "retired")
@@ -332,6 +333,20 @@ def load_ledger(path: Path, known_ids: Collection[str] | None = None) -> agent_g
     ledger, lines = _parse(text, path)
     _validate(ledger, lines, path, known_ids)
     return ledger
+
+
+def ledger_rows(loaded: agent_gate_pb2.Ledger) -> tuple[quorum.LedgerRow, ...]:
+    """The rows of a loaded ledger, as the quorum evaluator reads them."""
+    return tuple(
+        quorum.LedgerRow(
+            property_id=row.property_id,
+            state=row.state,
+            opened_against_commit=row.opened_against_commit,
+            retire_by_commit_count=row.retire_by_commit_count,
+            owner=row.owner,
+        )
+        for row in loaded.freeze
+    )
 
 
 def row_lines(path: Path) -> list[int]:

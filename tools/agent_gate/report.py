@@ -240,7 +240,8 @@ def summary_lines(report: agent_gate_pb2.GateReport) -> list[str]:
     return lines
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temp file and a rename: never half a report."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
@@ -273,5 +274,5 @@ def write_all(
         (out_dir / JSON_NAME, to_json(report)),
     ]
     for path, text in outputs:
-        _atomic_write(path, text)
+        write_atomically(path, text)
     return [path for path, _ in outputs]

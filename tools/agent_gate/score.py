@@ -12,8 +12,6 @@ keeps the gate from deciding is exit 2, never a promote.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,16 +100,7 @@ def ledger_rows(
             f"the ledger at {base[:12] or 'the base'} is malformed, so nothing can be scored "
             f"(fail closed); fix it in a reviewed change:\n{message}"
         ) from None
-    return tuple(
-        quorum.LedgerRow(
-            property_id=row.property_id,
-            state=row.state,
-            opened_against_commit=row.opened_against_commit,
-            retire_by_commit_count=row.retire_by_commit_count,
-            owner=row.owner,
-        )
-        for row in loaded.freeze
-    )
+    return ledger.ledger_rows(loaded)
 
 
 def check_override(override: quorum.Override | None, rows: Sequence[quorum.LedgerRow]) -> None:
@@ -174,11 +163,11 @@ def pre_apply_report(
 
 
 def control_report(
-    report: agent_gate_pb2.GateReport, control: Sequence[str]
+    pre_apply: agent_gate_pb2.GateReport, control: Sequence[str]
 ) -> agent_gate_pb2.GateReport:
     """Review for a diff that reconfigures Bazel itself: running the gate on it would trust it.
 
-    `report` is the pre-apply report (ledger and seals weighed, nothing run); review
+    `pre_apply` is the pre-apply report (ledger and seals weighed, nothing run); review
     joins its reasons at its precedence, so stop_queue and fixture_fault still win.
     """
     shown = ", ".join(control[: quorum.MAX_REPORTED_PATHS])
@@ -187,15 +176,15 @@ def control_report(
         "files, WORKSPACE, MODULE.bazel); the gate is not run on a patch that could replace "
         "it: a human must look"
     )
-    report.guarded_paths.extend(f"{path} (configures Bazel itself)" for path in control)
-    reasons = [*report.reasons, reason]
+    pre_apply.guarded_paths.extend(f"{path} (configures Bazel itself)" for path in control)
+    reasons = [*pre_apply.reasons, reason]
     reasons.sort(key=lambda text: quorum.PRECEDENCE.index(text.split(":", 1)[0]))
     reasons = [text for text in reasons if not text.startswith("promote")]
-    del report.reasons[:]
-    report.reasons.extend(reasons)
-    report.rule = reasons[0]
-    report.decision = reasons[0].split(":", 1)[0]
-    return report
+    del pre_apply.reasons[:]
+    pre_apply.reasons.extend(reasons)
+    pre_apply.rule = reasons[0]
+    pre_apply.decision = reasons[0].split(":", 1)[0]
+    return pre_apply
 
 
 def report_paths(requested: Path | None, default_dir: Path, run_id: str) -> tuple[Path, Path]:
@@ -203,19 +192,6 @@ def report_paths(requested: Path | None, default_dir: Path, run_id: str) -> tupl
     out = requested.absolute() if requested is not None else default_dir / f"{run_id}.json"
     markdown = out.with_suffix(".md") if out.suffix == ".json" else out.with_name(out.name + ".md")
     return out, markdown
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _commit_counts(
@@ -281,8 +257,9 @@ def _finish(
     timing: dict[str, float],
 ) -> int:
     json_path, markdown_path = paths
-    _write(json_path, report.to_json(gate_report))
-    _write(markdown_path, report.to_markdown(gate_report))
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    report.write_atomically(json_path, report.to_json(gate_report))
+    report.write_atomically(markdown_path, report.to_markdown(gate_report))
     progress.step(f"report: {json_path} (summary {markdown_path})")
     progress.step(progress.timing_line(timing))
     lines = report.summary_lines(gate_report)
