@@ -1,0 +1,186 @@
+"""4. Analysis scale: `bazel build --nobuild //:agent_gate` vs the same number of plain tests.
+
+For each K, one consumer workspace with two packages:
+
+* the root package: K `sh_test`s `t<i>`, K `strong_property` targets `p<i>` (locality
+  `p<i>`, each wrapping its test) and `//:agent_gate` over all of them;
+* `plain/`: K `sh_test`s and a `test_suite` `//plain:all` of them: what the same
+  number of tests costs Bazel without the gate.
+
+Measured: `bazel build --nobuild` (loading + analysis, no execution) of the gate with
+changed paths matching every property (K double-run actions are created) and
+with none, and of `//plain:all`. Before each measurement `bazel clean` drops
+Bazel's in-memory graph and outputs (every package is loaded and every target
+analysed again) while the server's JVM stays warm; one untimed round first.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from harness import (
+    Bazel,
+    BenchError,
+    Check,
+    Context,
+    Section,
+    Series,
+    Table,
+    consumer_workspace,
+    ratio,
+    ratio_spread,
+)
+
+_TEST_SH = "#!/bin/sh\nexit 0\n"
+
+_GATED_BUILD = """load("@agent_gate//rules:defs.bzl", "agent_gate", "strong_property")
+load("@rules_shell//shell:sh_test.bzl", "sh_test")
+
+COUNT = {count}
+
+[sh_test(
+    name = "t%d" % i,
+    size = "small",
+    srcs = ["t.sh"],
+) for i in range(COUNT)]
+
+[strong_property(
+    name = "p%d" % i,
+    locality = ["p%d" % i],
+    test = ":t%d" % i,
+) for i in range(COUNT)]
+
+agent_gate(
+    name = "agent_gate",
+    ledger = "ledger.txtpb",
+    properties = [":p%d" % i for i in range(COUNT)],
+)
+"""
+
+_PLAIN_BUILD = """load("@rules_shell//shell:sh_test.bzl", "sh_test")
+
+COUNT = {count}
+
+[sh_test(
+    name = "t%d" % i,
+    size = "small",
+    srcs = ["t.sh"],
+) for i in range(COUNT)]
+
+test_suite(
+    name = "all",
+    tests = [":t%d" % i for i in range(COUNT)],
+)
+"""
+
+VARIANTS = ("gate, all matched", "gate, none matched", "plain tests")
+
+
+def write_workspace(root: Path, count: int) -> None:
+    consumer_workspace(root, f"analysis_{count}")
+    plain = root / "plain"
+    plain.mkdir()
+    for directory in (root, plain):
+        script = directory / "t.sh"
+        script.write_text(_TEST_SH)
+        script.chmod(0o755)
+    (root / "BUILD.bazel").write_text(_GATED_BUILD.format(count=count))
+    (plain / "BUILD.bazel").write_text(_PLAIN_BUILD.format(count=count))
+
+
+def _command(bazel: Bazel, variant: str, count: int) -> list[str]:
+    if variant == "plain tests":
+        return ["build", "--nobuild", "//plain:all"]
+    paths = ",".join(f"p{i}/x" for i in range(count)) if variant == "gate, all matched" else ""
+    return [
+        "build",
+        "--nobuild",
+        "//:agent_gate",
+        *bazel.flags([f"--@agent_gate//:changed_paths={paths}"]),
+    ]
+
+
+def bench(ctx: Context) -> Section:
+    plan = ctx.plan
+    section = Section(key="analysis", title="4. Analysis scale")
+    table = Table(
+        [
+            "targets K",
+            *VARIANTS,
+            "all / plain (range)",
+            "none / plain (range)",
+            "other processes (cores)",
+        ]
+    )
+    for count in plan.analysis_counts:
+        workspace = ctx.scratch(f"analysis-{count}") / "ws"
+        write_workspace(workspace, count)
+        bazel = Bazel(
+            workspace,
+            output_base=workspace.parent / "output",
+            rc_file=workspace.parent / "flags.bazelrc",
+        )
+        samples: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+        others: list[float] = []
+        try:
+            first = 0 if plan.warmup else 1
+            ctx.log(f"analysis: K={count}, {plan.analysis_reps} rounds + {1 - first} warm-up")
+            for rep in range(first, plan.analysis_reps + 1):
+                shift = rep % len(VARIANTS)
+                for variant in VARIANTS[shift:] + VARIANTS[:shift]:
+                    bazel("clean")
+                    usage, result = bazel.measured(*_command(bazel, variant, count))
+                    if b"Build completed successfully" not in result.stderr:
+                        raise BenchError(f"{variant}, K={count}: {result.stderr[-2000:].decode()}")
+                    if rep > 0:
+                        samples[variant].append(usage.wall)
+                        others.append(usage.others_cores)
+        finally:
+            bazel.shutdown()
+            ctx.discard(workspace.parent)
+        series = {variant: Series(tuple(values)) for variant, values in samples.items()}
+        plain = series["plain tests"]
+        every, none = series["gate, all matched"], series["gate, none matched"]
+        table.rows.append(
+            [
+                f"{count:,}",
+                every.show(),
+                none.show(),
+                plain.show(),
+                ratio_spread(every, plain),
+                ratio_spread(none, plain),
+                f"{statistics.median(others):.2f}",
+            ]
+        )
+        section.checks.append(
+            Check(
+                f"analysis, K={count:,}, all matched: gate / plain tests", ratio(every, plain), 1.5
+            )
+        )
+        section.checks.append(
+            Check(
+                f"analysis, K={count:,}, none matched: gate / plain tests", ratio(none, plain), 1.5
+            )
+        )
+    section.tables.append(("`bazel build --nobuild` after `bazel clean`, median (min-max)", table))
+    section.commands = [
+        "bazel clean && bazel build --nobuild //:agent_gate "
+        "--@agent_gate//:changed_paths=p0/x,...,p{K-1}/x    # all matched",
+        "bazel clean && bazel build --nobuild //:agent_gate    # none matched",
+        "bazel clean && bazel build --nobuild //plain:all    # K plain sh_tests in a test_suite",
+    ]
+    section.method = [
+        "One workspace per K; the gated package holds K tests + K properties + the gate, "
+        "`plain/` the same K tests alone. Both load the same WORKSPACE "
+        "(`agent_gate_dependencies()`).",
+        "`bazel clean` (untimed) before every timed command: packages are loaded and targets "
+        "analysed from scratch, the JVM stays warm (a fresh server would add the same JVM "
+        "start-up to both sides). The order of the three commands rotates each round; "
+        f"{plan.analysis_reps} timed rounds after one untimed round.",
+        "`other processes`: cores the rest of this shared machine kept busy during the timed "
+        "commands (all CPU in /proc/stat minus the client's and the server's), median.",
+        "Changed paths longer than 60,000 bytes would go through an rc file "
+        "(`--bazelrc`), as docs/rules.md says; at these sizes they fit argv.",
+    ]
+    return section
