@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -171,15 +172,23 @@ def run_once(spec: RunSpec, run_number: int, log_path: Path) -> agent_gate_pb2.R
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-            try:
-                run.exit_code = process.wait(timeout=spec.timeout_seconds)
-            except subprocess.TimeoutExpired:
+            # A timer kills the run at its timeout while wait() blocks: Popen.wait with
+            # a timeout polls in sleeps of up to 50 ms, which every run would pay.
+            expired = threading.Event()
+
+            def expire() -> None:
+                expired.set()
                 _kill_group(process)
+
+            timer = threading.Timer(spec.timeout_seconds, expire)
+            timer.start()
+            try:
                 run.exit_code = process.wait()
-                run.timed_out = True
             finally:
+                timer.cancel()
                 _kill_group(process)
                 kill_orphans()
+            run.timed_out = expired.is_set()
         run.duration_seconds = round(time.monotonic() - started, 3)
     run.output_sha256 = _sha256_file(log_path)
     run.fixture_seal_after = _fixture_seal(spec)
