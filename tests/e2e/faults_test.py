@@ -85,6 +85,35 @@ class FaultsTest(absltest.TestCase):
         self.assertEqual(list(row.exit_codes), [0, 0], "see probe.sh for what each code means")
         self.assertEqual(self.decision, "promote")
 
+    def test_property_whose_test_target_is_missing_fails_closed(self):
+        build = self.workspace / "BUILD.bazel"
+        original = build.read_text()
+        build.write_text(
+            original + "\nstrong_property(\n"
+            '    name = "fault.missing",\n'
+            '    locality = ["missing"],\n'
+            '    test = ":does_not_exist_test",\n'
+            ")\n\n"
+            "agent_gate(\n"
+            '    name = "gate_with_missing_test",\n'
+            '    ledger = "ledger.txtpb",\n'
+            '    properties = [":fault.missing"],\n'
+            ")\n"
+        )
+        try:
+            run = bazel.run_gate(
+                self.workspace,
+                "//:gate_with_missing_test",
+                changed_paths=["missing/x"],
+                run_id=bazel.new_run_id("missing"),
+            )
+        finally:
+            build.write_text(original)
+        self.assertIsNone(run.report)
+        self.assertNotIn(run.exit_code, (0, 3))
+        self.assertIn("before the gate could decide", run.problem or "")
+        self.assertIn("does_not_exist_test", run.log_path.read_text())
+
     def test_network_is_blocked(self):
         with socket.create_server(("127.0.0.1", NETWORK_PORT)) as listener:
             listener.settimeout(0.1)
