@@ -11,7 +11,12 @@ from pathlib import Path
 from absl.testing import absltest
 
 LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
-DOCS = [Path("README.md"), Path("CHANGELOG.md"), *sorted(Path("docs").glob("*.md"))]
+DOCS = [
+    Path("README.md"),
+    Path("CHANGELOG.md"),
+    *sorted(Path("docs").glob("*.md")),
+    *sorted(Path("bench").glob("*.md")),
+]
 
 
 class DocsLinksTest(absltest.TestCase):
