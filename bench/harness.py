@@ -63,6 +63,7 @@ class Plan:
     evaluator_reps: int
     analysis_counts: tuple[int, ...]
     analysis_reps: int
+    score_reps: int  # second scores of the CLI (and as many baseline runs)
     warmup: bool  # an untimed warm-up round before timing (skipped by the smoke run)
 
     @classmethod
@@ -88,6 +89,7 @@ class Plan:
             evaluator_reps=reps or 3,
             analysis_counts=_scaled_set((1_000, 5_000), scale, 2),
             analysis_reps=reps or 3,
+            score_reps=reps or 5,
             warmup=scale >= 0.1,
         )
 

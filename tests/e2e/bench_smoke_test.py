@@ -2,9 +2,10 @@
 
 `bench/run --scale 0.0001 --reps 1` runs each benchmark end to end (a few KiB of
 seal trees, N = 1 gate runs, a 2-target analysis workspace, a 10 x 100
-evaluator), with every correctness check the full run makes (same digest as the
-coreutils pipeline, each gate run fresh and passing, each baseline test run
-twice), and writes the results file. The figures of a smoke run mean nothing;
+evaluator, a cold and two warm scores of the CLI's example patch), with every
+correctness check the full run makes (same digest as the coreutils pipeline, each
+gate run fresh and passing, each baseline test run twice), and writes the results
+file. The figures of a smoke run mean nothing;
 that it completes and reports every figure does.
 """
 
@@ -34,6 +35,7 @@ FIGURES = (
     "evaluator: 10 properties x 100 paths",
     "analysis, K=2, all matched",
     "analysis, K=2, none matched",
+    "second score: agent-gate score / runs_per_test=2 alone",
 )
 
 
@@ -73,7 +75,8 @@ class BenchSmokeTest(absltest.TestCase):
         for title in ("1. Seal throughput", "2. Gate overhead", "3. Evaluator scale"):
             self.assertIn(f"## {title}", text)
         self.assertIn("## 4. Analysis scale", text)
-        self.assertIn("5. Second-score cost of the CLI", text)  # listed as not measured
+        self.assertIn("## 5. Second-score cost of the CLI", text)
+        self.assertIn("| step | seconds |", text)  # the CLI's timing breakdown
         self.assertIn("## Machine", text)
         # Each benchmark cleaned up its trees and workspaces (their servers are shut down).
         leftovers = sorted(p.name for p in (self.tmp / "work").iterdir())
@@ -89,7 +92,10 @@ class BenchSmokeTest(absltest.TestCase):
         self.assertEqual(plan.evaluator_catalogs, (1_000, 10_000))
         self.assertEqual(plan.evaluator_diffs, (10_000, 100_000))
         self.assertEqual(plan.analysis_counts, (1_000, 5_000))
-        self.assertEqual(set(bench_run.BENCHMARKS), {"seal", "gate", "evaluator", "analysis"})
+        self.assertEqual(plan.score_reps, 5)
+        self.assertEqual(
+            set(bench_run.BENCHMARKS), {"seal", "gate", "evaluator", "analysis", "score"}
+        )
 
     def test_partial_runs_never_replace_the_committed_results(self):
         args = bench_run._arguments(["--only", "evaluator"])

@@ -17,6 +17,10 @@ from agent_gate.locality import (
     normalize_path,
     validate_prefix,
 )
+
+# Also quorum.RunOutcome and quorum.classify: they live apart so the runner, which
+# classifies its two runs in every PropertyDoubleRun action, need not import this module.
+from agent_gate.outcome import RunOutcome, classify
 from proto import agent_gate_pb2
 
 PRECEDENCE: tuple[str, ...] = (
@@ -46,14 +50,6 @@ class PropertySpec:
     predicate_srcs: tuple[str, ...] = ()  # repo-relative srcs of the wrapped test
     package: str = ""  # repo-relative package of the BUILD file defining it ("" = root)
     label: str = ""
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """The two runs of one property: exit codes (-N = killed by signal N) and timeouts."""
-
-    exit_codes: tuple[int, int]
-    timed_out: tuple[bool, bool] = (False, False)
 
 
 @dataclass(frozen=True)
@@ -103,19 +99,6 @@ class GateInputs:
     errors: tuple[str, ...] = ()  # configuration errors found while loading inputs
     override: Override | None = None
     run_id: str = ""
-
-
-def classify(outcome: RunOutcome) -> str:
-    """Read two runs literally: pass, fail (same token twice) or flake (anything else)."""
-    first, second = (
-        "timeout" if timed_out else code
-        for code, timed_out in zip(outcome.exit_codes, outcome.timed_out, strict=True)
-    )
-    if first == 0 and second == 0:
-        return "pass"
-    if first == second:
-        return "fail"
-    return "flake"
 
 
 def _exits(outcome: RunOutcome) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_gate import quorum, seal
+from agent_gate import outcome
 from proto import agent_gate_pb2
 
 # 1980-01-01, the earliest time a zip file can hold: any fixed value works.
@@ -88,6 +88,9 @@ def test_environment(spec: RunSpec, run_number: int, scratch: Path) -> dict[str,
 def _fixture_seal(spec: RunSpec) -> str:
     if not spec.fixture_paths:
         return ""
+    # Imported here: most properties read no fixture, and every action pays its imports.
+    from agent_gate import seal  # noqa: PLC0415
+
     try:
         return seal.seal_files(spec.repo_root, spec.fixture_paths)
     except (OSError, seal.SealError) as error:
@@ -119,17 +122,25 @@ def become_subreaper() -> bool:
 
 
 def _children() -> list[int]:
-    me = os.getpid()
+    # Every run ends with this scan of /proc, so it reads each stat file with bare
+    # os calls (no Path or text-file object per process).
+    me = str(os.getpid()).encode()
     found: list[int] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            stat = Path("/proc", entry, "stat").read_text(encoding="ascii", errors="replace")
+            fd = os.open(f"/proc/{entry}/stat", os.O_RDONLY)
         except OSError:
             continue
-        fields = stat.rpartition(")")[2].split()
-        if len(fields) > 1 and fields[1] == str(me):
+        try:
+            stat = os.read(fd, 4096)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        fields = stat.rpartition(b")")[2].split()
+        if len(fields) > 1 and fields[1] == me:
             found.append(int(entry))
     return found
 
@@ -216,8 +227,8 @@ def run_twice(spec: RunSpec, logs: Sequence[Path]) -> agent_gate_pb2.RunResult:
     for run_number, log_path in zip((1, 2), logs, strict=True):
         result.runs.append(run_once(spec, run_number, log_path))
     first, second = result.runs
-    result.classification = quorum.classify(
-        quorum.RunOutcome(
+    result.classification = outcome.classify(
+        outcome.RunOutcome(
             exit_codes=(first.exit_code, second.exit_code),
             timed_out=(first.timed_out, second.timed_out),
         )
