@@ -39,6 +39,7 @@ _NOT_APPLIED = (
     "not run: a sealed fixture tree of the base drifted from its committed seal, so the "
     "patch was never applied"
 )
+_RECONFIGURES_BAZEL = "not run: the diff reconfigures Bazel itself, so the gate was not run on it"
 
 
 @dataclass(frozen=True)
@@ -311,11 +312,19 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
             seals = sealcheck.check(workspace, cat.fixtures)
         counts = _commit_counts(repo, base, rows)
         drift = sealcheck.drifted(seals)
-        if drift:
+        control = bazel.bazel_control_paths(touched)
+        if drift or control:
+            # The patch is never applied: the base drifted, or the diff could replace
+            # Bazel itself. Drift wins, as fixture_fault outranks review.
             for tree in drift:
                 progress.step(f"fixture drift before apply: {sealcheck.describe(tree)}")
-            progress.step("the patch is not applied: the base tree itself drifted")
-            faulted = pre_apply_report(
+            if drift:
+                progress.step("the patch is not applied: the base tree itself drifted")
+            else:
+                progress.step(
+                    f"the diff reconfigures Bazel itself ({', '.join(control[:3])}): review"
+                )
+            unapplied = pre_apply_report(
                 cat,
                 seals=seals,
                 rows=rows,
@@ -323,22 +332,11 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
                 touched=touched,
                 run_id=run_id,
                 override=override,
+                note=_NOT_APPLIED if drift else _RECONFIGURES_BAZEL,
             )
-            return _finish(faulted, paths, progress, out, {})
-        control = bazel.bazel_control_paths(touched)
-        if control:
-            progress.step(f"the diff reconfigures Bazel itself ({', '.join(control[:3])}): review")
-            reviewed = pre_apply_report(
-                cat,
-                seals=seals,
-                rows=rows,
-                commit_counts=counts,
-                touched=touched,
-                run_id=run_id,
-                override=override,
-                note="not run: the diff reconfigures Bazel itself, so the gate was not run on it",
-            )
-            return _finish(control_report(reviewed, control), paths, progress, out, {})
+            if not drift:
+                unapplied = control_report(unapplied, control)
+            return _finish(unapplied, paths, progress, out, {})
         progress.step(f"fixture seals match ({len(seals)} tree(s)); applying the patch")
         with progress.timed("apply"):
             worktree.apply_patch(repo, data, str(options.patch), base)
