@@ -28,35 +28,13 @@ from harness import (
     Series,
     Table,
     consumer_workspace,
+    gated_build,
     ratio,
     ratio_spread,
 )
 
 _TEST_SH = "#!/bin/sh\nexit 0\n"
 
-_GATED_BUILD = """load("@agent_gate//rules:defs.bzl", "agent_gate", "strong_property")
-load("@rules_shell//shell:sh_test.bzl", "sh_test")
-
-COUNT = {count}
-
-[sh_test(
-    name = "t%d" % i,
-    size = "small",
-    srcs = ["t.sh"],
-) for i in range(COUNT)]
-
-[strong_property(
-    name = "p%d" % i,
-    locality = ["p%d" % i],
-    test = ":t%d" % i,
-) for i in range(COUNT)]
-
-agent_gate(
-    name = "agent_gate",
-    ledger = "ledger.txtpb",
-    properties = [":p%d" % i for i in range(COUNT)],
-)
-"""
 
 _PLAIN_BUILD = """load("@rules_shell//shell:sh_test.bzl", "sh_test")
 
@@ -85,7 +63,7 @@ def write_workspace(root: Path, count: int) -> None:
         script = directory / "t.sh"
         script.write_text(_TEST_SH)
         script.chmod(0o755)
-    (root / "BUILD.bazel").write_text(_GATED_BUILD.format(count=count))
+    (root / "BUILD.bazel").write_text(gated_build(count, "sh_test", "t.sh"))
     (plain / "BUILD.bazel").write_text(_PLAIN_BUILD.format(count=count))
 
 

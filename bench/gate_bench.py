@@ -39,6 +39,7 @@ from harness import (
     Series,
     Table,
     consumer_workspace,
+    gated_build,
     ratio,
     ratio_spread,
     read_profile,
@@ -77,30 +78,6 @@ if __name__ == "__main__":
     sys.exit(main())
 '''
 
-_BUILD = """load("@agent_gate//rules:defs.bzl", "agent_gate", "strong_property")
-{load_test}
-
-COUNT = {count}
-
-[{test_rule}(
-    name = "t%d" % i,
-    size = "small",
-    srcs = ["{src}"],{main}
-) for i in range(COUNT)]
-
-[strong_property(
-    name = "p%d" % i,
-    locality = ["p%d" % i],
-    test = ":t%d" % i,
-) for i in range(COUNT)]
-
-agent_gate(
-    name = "agent_gate",
-    ledger = "ledger.txtpb",
-    properties = [":p%d" % i for i in range(COUNT)],
-)
-"""
-
 
 def write_workspace(root: Path, plan: Plan) -> None:
     consumer_workspace(root, "gate_bench")
@@ -111,28 +88,14 @@ def write_workspace(root: Path, plan: Plan) -> None:
     script = sleep / "sleep.sh"
     script.write_text(_SLEEP_SH.format(seconds=plan.gate_sleep_seconds))
     script.chmod(0o755)
-    (sleep / "BUILD.bazel").write_text(
-        _BUILD.format(
-            load_test='load("@rules_shell//shell:sh_test.bzl", "sh_test")',
-            count=count,
-            test_rule="sh_test",
-            src="sleep.sh",
-            main="",
-        )
-    )
+    (sleep / "BUILD.bazel").write_text(gated_build(count, "sh_test", "sleep.sh"))
     work = root / "work"
     work.mkdir()
     (work / "work_test.py").write_text(
         _WORK_PY.format(mib=plan.gate_work_mib, limit=plan.gate_work_sieve)
     )
     (work / "BUILD.bazel").write_text(
-        _BUILD.format(
-            load_test='load("@rules_python//python:defs.bzl", "py_test")',
-            count=count,
-            test_rule="py_test",
-            src="work_test.py",
-            main='\n    main = "work_test.py",',
-        )
+        gated_build(count, "py_test", "work_test.py", main="work_test.py")
     )
     for package in (sleep, work):
         (package / "ledger.txtpb").write_text("# No freezes: every matched property votes.\n")

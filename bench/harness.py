@@ -401,6 +401,44 @@ def consumer_workspace(directory: Path, name: str) -> None:
     (directory / "ledger.txtpb").write_text("# No freezes: every matched property votes.\n")
 
 
+_GATED_BUILD = """load("@agent_gate//rules:defs.bzl", "agent_gate", "strong_property")
+{load_test}
+
+COUNT = {count}
+
+[{test_rule}(
+    name = "t%d" % i,
+    size = "small",
+    srcs = ["{src}"],{main}
+) for i in range(COUNT)]
+
+[strong_property(
+    name = "p%d" % i,
+    locality = ["p%d" % i],
+    test = ":t%d" % i,
+) for i in range(COUNT)]
+
+agent_gate(
+    name = "agent_gate",
+    ledger = "ledger.txtpb",
+    properties = [":p%d" % i for i in range(COUNT)],
+)
+"""
+
+
+def gated_build(count: int, test_rule: str, src: str, main: str = "") -> str:
+    """A BUILD file of `count` tests `t<i>`, each wrapped as strong property `p<i>`
+    with locality `p<i>`, and one agent_gate over them all."""
+    load_test = {
+        "sh_test": 'load("@rules_shell//shell:sh_test.bzl", "sh_test")',
+        "py_test": 'load("@rules_python//python:defs.bzl", "py_test")',
+    }[test_rule]
+    extra = f'\n    main = "{main}",' if main else ""
+    return _GATED_BUILD.format(
+        load_test=load_test, count=count, test_rule=test_rule, src=src, main=extra
+    )
+
+
 @dataclass(frozen=True)
 class Profile:
     """What one `bazel --profile` trace says: phase times and action durations."""
