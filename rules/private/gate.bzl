@@ -52,7 +52,28 @@ def _matched(properties, changed_paths, full_pass):
                 hit[index] = True
     return [properties[i] for i in sorted(hit.keys())]
 
-def _double_run(ctx, target, info, run_id):
+_PYTHON_TOOLCHAIN = "@bazel_tools//tools/python:toolchain_type"
+
+def _python(ctx):
+    """The Python toolchain's interpreter: (exec path, runfiles path, files it needs)."""
+    runtime = ctx.toolchains[_PYTHON_TOOLCHAIN].py3_runtime
+    if runtime == None:
+        fail("%s: the registered Python toolchain has no Python 3 runtime; agent_gate needs one." % ctx.label)
+    if runtime.interpreter:
+        return runtime.interpreter.path, "$runfiles/" + rlocation(ctx, runtime.interpreter), runtime.files
+    return runtime.interpreter_path, runtime.interpreter_path, depset()
+
+def _entry_point(ctx, main, runfiles_dir):
+    """`python MAIN` and the PYTHONPATH of a py_binary's runfiles, without its launcher.
+
+    The launcher starts one interpreter only to start another (~30 ms per action);
+    this runs the entry point in the binary's runfiles tree, with the same imports.
+    """
+    main_path = rlocation(ctx, main)
+    repo = runfiles_dir + "/" + main_path.split("/", 1)[0]
+    return runfiles_dir + "/" + main_path, repo + "/tools:" + repo
+
+def _double_run(ctx, target, info, run_id, python):
     """One PropertyDoubleRun action: both runs of one property, results as data."""
     base = "%s.runs/%s" % (ctx.label.name, info.id)
     result = ctx.actions.declare_file(base + ".result.txtpb")
@@ -72,16 +93,26 @@ def _double_run(ctx, target, info, run_id):
         args.add("--repo_root", info.fixtures[0].label.workspace_root or ".")
     for fixtures in info.fixtures:
         fixture_inputs.append(fixtures.files)
-    paths = ctx.actions.args()
-    paths.use_param_file("@%s", use_always = True)
-    paths.set_param_file_format("multiline")
-    for fixtures in info.fixtures:
-        paths.add_all(fixtures.rel_paths)
+    arguments = [args]
+    if info.fixtures:
+        paths = ctx.actions.args()
+        paths.use_param_file("@%s", use_always = True)
+        paths.set_param_file_format("multiline")
+        for fixtures in info.fixtures:
+            paths.add_all(fixtures.rel_paths)
+        arguments.append(paths)
+    interpreter, _, interpreter_files = python
+    script, python_path = _entry_point(
+        ctx,
+        ctx.file._runner_main,
+        ctx.executable._runner.path + ".runfiles",
+    )
     ctx.actions.run(
-        executable = ctx.executable._runner,
-        arguments = [args, paths],
-        inputs = depset(transitive = fixture_inputs),
-        tools = [target[DefaultInfo].files_to_run],
+        executable = interpreter,
+        arguments = [script] + arguments,
+        env = dict(ctx.configuration.default_shell_env, PYTHONPATH = python_path),
+        inputs = depset(transitive = fixture_inputs + [interpreter_files]),
+        tools = [ctx.attr._runner[DefaultInfo].files_to_run, target[DefaultInfo].files_to_run],
         outputs = [result] + logs,
         mnemonic = "PropertyDoubleRun",
         progress_message = "Running property %s twice (%s)" % (info.id, info.label),
@@ -107,6 +138,7 @@ def _gate_impl(ctx):
     properties = _catalog(ctx)
     changed_paths = _decode_paths(_flag(ctx, "_changed_paths"))
     run_id = _flag(ctx, "_run_id")
+    python = _python(ctx)
 
     runfiles_files = [ctx.file.ledger]
     catalog = []
@@ -135,7 +167,7 @@ def _gate_impl(ctx):
 
     results = {}
     for target, info in _matched(properties, changed_paths, full_pass):
-        result, logs = _double_run(ctx, target, info, run_id)
+        result, logs = _double_run(ctx, target, info, run_id, python)
         results[info.id] = {"result": rlocation(ctx, result), "logs": [rlocation(ctx, log) for log in logs]}
         runfiles_files.append(result)
         runfiles_files.extend(logs)
@@ -168,19 +200,27 @@ def _gate_impl(ctx):
     }))
     runfiles_files.append(config)
 
+    _, interpreter, interpreter_files = python
+    script, python_path = _entry_point(ctx, ctx.file._evaluator_main, "$runfiles")
     launcher = ctx.actions.declare_file(ctx.label.name)
     ctx.actions.write(launcher, is_executable = True, content = """\
 #!/usr/bin/env bash
 # agent_gate launcher: evaluates the quorum of {label}.
 set -euo pipefail
-runfiles="${{TEST_SRCDIR:-${{RUNFILES_DIR:-$0.runfiles}}}}"
-exec "$runfiles/{evaluator}" --config "{config}" "$@"
+export RUNFILES_DIR="${{TEST_SRCDIR:-${{RUNFILES_DIR:-$0.runfiles}}}}"
+runfiles="$RUNFILES_DIR"
+PYTHONPATH="{python_path}" exec "{interpreter}" "{script}" --config "{config}" "$@"
 """.format(
         label = ctx.label,
-        evaluator = rlocation(ctx, ctx.executable._evaluator),
+        python_path = python_path,
+        interpreter = interpreter,
+        script = script,
         config = rlocation(ctx, config),
     ))
-    runfiles = ctx.runfiles(files = runfiles_files).merge(ctx.attr._evaluator[DefaultInfo].default_runfiles)
+    runfiles = ctx.runfiles(
+        files = runfiles_files,
+        transitive_files = interpreter_files,
+    ).merge(ctx.attr._evaluator[DefaultInfo].default_runfiles)
     return [DefaultInfo(executable = launcher, runfiles = runfiles)]
 
 # In a consumer these are --@agent_gate//:NAME. Inside agent_gate's own workspace
@@ -212,15 +252,25 @@ _ATTRS = dict({
         default = ["MODULE.bazel", "WORKSPACE", "WORKSPACE.bazel", ".bazelrc", ".bazelversion"],
         doc = "Repo-relative prefixes that pin or vendor the gate itself; a diff touching one goes to review.",
     ),
+    # The py_binary targets supply the runfiles trees; their entry points are
+    # run with the toolchain's interpreter directly (see _entry_point).
     "_runner": attr.label(
         default = Label("//tools:run_property"),
         executable = True,
         cfg = "exec",
     ),
+    "_runner_main": attr.label(
+        default = Label("//tools:agent_gate/run_property_main.py"),
+        allow_single_file = True,
+    ),
     "_evaluator": attr.label(
         default = Label("//tools:evaluate_gate"),
         executable = True,
         cfg = "target",
+    ),
+    "_evaluator_main": attr.label(
+        default = Label("//tools:agent_gate/evaluate_gate_main.py"),
+        allow_single_file = True,
     ),
 }, **_FLAGS)
 
@@ -228,6 +278,7 @@ agent_gate_test = rule(
     implementation = _gate_impl,
     doc = "The merge-queue gate: see `agent_gate` in defs.bzl.",
     attrs = dict(_ATTRS, _full_pass = attr.bool(default = False)),
+    toolchains = [_PYTHON_TOOLCHAIN],
     test = True,
 )
 
@@ -235,5 +286,6 @@ full_strong_pass_test = rule(
     implementation = _gate_impl,
     doc = "Every strong property twice, no locality filter: the scheduled full pass.",
     attrs = dict(_ATTRS, _full_pass = attr.bool(default = True)),
+    toolchains = [_PYTHON_TOOLCHAIN],
     test = True,
 )

@@ -8,8 +8,10 @@ import time
 from pathlib import Path
 
 from absl.testing import absltest
+from google.protobuf import text_format
 
-from agent_gate import runner
+from agent_gate import run_result, runner
+from proto import agent_gate_pb2
 
 
 class RunnerTest(absltest.TestCase):
@@ -127,6 +129,21 @@ class RunnerTest(absltest.TestCase):
         first, second = result.runs
         self.assertEqual(first.fixture_seal_before, first.fixture_seal_after)
         self.assertNotEqual(second.fixture_seal_before, second.fixture_seal_after)
+
+    def test_result_text_is_the_run_result_message(self):
+        result = self._run(self._property("exit $((TEST_RUN_NUMBER - 1))"))
+        parsed = text_format.Parse(run_result.to_text(result), agent_gate_pb2.RunResult())
+        self.assertEqual(
+            (parsed.property_id, parsed.label, parsed.run_id, parsed.timeout_seconds),
+            ("p.id", "//:p", "r1", 20.0),
+        )
+        self.assertEqual(parsed.classification, "flake")
+        self.assertEqual([run.run_number for run in parsed.runs], [1, 2])
+        self.assertEqual([run.exit_code for run in parsed.runs], [0, 1])
+        self.assertEqual(
+            [run.output_sha256 for run in parsed.runs], [run.output_sha256 for run in result.runs]
+        )
+        self.assertGreater(parsed.runs[0].duration_seconds, 0)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_gate import outcome
-from proto import agent_gate_pb2
 
 # 1980-01-01, the earliest time a zip file can hold: any fixed value works.
 SOURCE_DATE_EPOCH = "315532800"
@@ -41,6 +40,28 @@ class RunSpec:
     run_id: str = ""
     repo_root: Path = Path(".")  # where fixture paths are relative to
     fixture_paths: tuple[str, ...] = ()
+
+
+@dataclass
+class Run:
+    """One run, as the `Run` message of proto/agent_gate.proto records it."""
+
+    run_number: int
+    exit_code: int = 0  # -N when killed by signal N
+    timed_out: bool = False
+    duration_seconds: float = 0.0
+    output_sha256: str = ""
+    fixture_seal_before: str = ""
+    fixture_seal_after: str = ""
+
+
+@dataclass(frozen=True)
+class DoubleRun:
+    """Both runs of a property and their classification (the `RunResult` message)."""
+
+    spec: RunSpec
+    runs: tuple[Run, Run]
+    classification: str
 
 
 def runfiles_dir(executable: Path) -> Path:
@@ -166,8 +187,8 @@ def kill_orphans() -> int:
     return killed
 
 
-def run_once(spec: RunSpec, run_number: int, log_path: Path) -> agent_gate_pb2.Run:
-    run = agent_gate_pb2.Run(run_number=run_number)
+def run_once(spec: RunSpec, run_number: int, log_path: Path) -> Run:
+    run = Run(run_number=run_number)
     run.fixture_seal_before = _fixture_seal(spec)
     with tempfile.TemporaryDirectory(prefix=f"run{run_number}-") as scratch:
         env = test_environment(spec, run_number, Path(scratch))
@@ -214,23 +235,17 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def run_twice(spec: RunSpec, logs: Sequence[Path]) -> agent_gate_pb2.RunResult:
+def run_twice(spec: RunSpec, logs: Sequence[Path]) -> DoubleRun:
     """Both runs of a property. Meant for a process of its own (the PropertyDoubleRun
     action): after each run every remaining child of this process is killed."""
-    result = agent_gate_pb2.RunResult(
-        property_id=spec.property_id,
-        label=spec.label,
-        run_id=spec.run_id,
-        timeout_seconds=spec.timeout_seconds,
-    )
+    first_log, second_log = logs
     become_subreaper()
-    for run_number, log_path in zip((1, 2), logs, strict=True):
-        result.runs.append(run_once(spec, run_number, log_path))
-    first, second = result.runs
-    result.classification = outcome.classify(
+    first = run_once(spec, 1, first_log)
+    second = run_once(spec, 2, second_log)
+    classification = outcome.classify(
         outcome.RunOutcome(
             exit_codes=(first.exit_code, second.exit_code),
             timed_out=(first.timed_out, second.timed_out),
         )
     )
-    return result
+    return DoubleRun(spec=spec, runs=(first, second), classification=classification)
