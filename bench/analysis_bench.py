@@ -5,7 +5,11 @@ For each K, one consumer workspace with two packages:
 * the root package: K `sh_test`s `t<i>`, K `strong_property` targets `p<i>` (locality
   `p<i>`, each wrapping its test) and `//:agent_gate` over all of them;
 * `plain/`: K `sh_test`s and a `test_suite` `//plain:all` of them: what the same
-  number of tests costs Bazel without the gate.
+  number of tests costs Bazel without the gate;
+* `floor/`: K `sh_test`s, each wrapped by the thinnest Starlark test rule there can
+  be (one label attribute, an empty executable): what Bazel charges for one more
+  test target per test, before any work of ours. DESIGN.md makes every property a
+  test target, so the gate cannot go below this.
 
 Measured: `bazel build --nobuild` (loading + analysis, no execution) of the gate with
 changed paths matching every property (K double-run actions are created) and
@@ -52,24 +56,66 @@ test_suite(
 )
 """
 
-VARIANTS = ("gate, all matched", "gate, none matched", "plain tests")
+_THIN_BZL = """\"\"\"The thinnest wrapping test rule: Bazel's price of a test target.\"\"\"
+
+def _thin_test_impl(ctx):
+    executable = ctx.actions.declare_file(ctx.label.name)
+    ctx.actions.write(executable, "", is_executable = True)
+    return [DefaultInfo(executable = executable)]
+
+thin_test = rule(
+    implementation = _thin_test_impl,
+    attrs = {"test": attr.label(mandatory = True)},
+    test = True,
+)
+"""
+
+_FLOOR_BUILD = """load("@rules_shell//shell:sh_test.bzl", "sh_test")
+load(":thin.bzl", "thin_test")
+
+COUNT = {count}
+
+[sh_test(
+    name = "t%d" % i,
+    size = "small",
+    srcs = ["t.sh"],
+) for i in range(COUNT)]
+
+[thin_test(
+    name = "p%d" % i,
+    size = "small",
+    test = ":t%d" % i,
+) for i in range(COUNT)]
+
+test_suite(
+    name = "all",
+    tests = [":p%d" % i for i in range(COUNT)],
+)
+"""
+
+VARIANTS = ("gate, all matched", "gate, none matched", "floor", "plain tests")
 
 
 def write_workspace(root: Path, count: int) -> None:
     consumer_workspace(root, f"analysis_{count}")
     plain = root / "plain"
-    plain.mkdir()
-    for directory in (root, plain):
+    floor = root / "floor"
+    for directory in (root, plain, floor):
+        directory.mkdir(exist_ok=True)
         script = directory / "t.sh"
         script.write_text(_TEST_SH)
         script.chmod(0o755)
     (root / "BUILD.bazel").write_text(gated_build(count, "sh_test", "t.sh"))
     (plain / "BUILD.bazel").write_text(_PLAIN_BUILD.format(count=count))
+    (floor / "thin.bzl").write_text(_THIN_BZL)
+    (floor / "BUILD.bazel").write_text(_FLOOR_BUILD.format(count=count))
 
 
 def _command(bazel: Bazel, variant: str, count: int) -> list[str]:
     if variant == "plain tests":
         return ["build", "--nobuild", "//plain:all"]
+    if variant == "floor":
+        return ["build", "--nobuild", "//floor:all"]
     paths = ",".join(f"p{i}/x" for i in range(count)) if variant == "gate, all matched" else ""
     return [
         "build",
@@ -88,6 +134,7 @@ def bench(ctx: Context) -> Section:
             *VARIANTS,
             "all / plain (range)",
             "none / plain (range)",
+            "floor / plain (range)",
             "other processes (cores)",
         ]
     )
@@ -125,9 +172,11 @@ def bench(ctx: Context) -> Section:
                 f"{count:,}",
                 every.show(),
                 none.show(),
+                series["floor"].show(),
                 plain.show(),
                 ratio_spread(every, plain),
                 ratio_spread(none, plain),
+                ratio_spread(series["floor"], plain),
                 f"{statistics.median(others):.2f}",
             ]
         )
@@ -146,15 +195,18 @@ def bench(ctx: Context) -> Section:
         "bazel clean && bazel build --nobuild //:agent_gate "
         "--@agent_gate//:changed_paths=p0/x,...,p{K-1}/x    # all matched",
         "bazel clean && bazel build --nobuild //:agent_gate    # none matched",
+        "bazel clean && bazel build --nobuild //floor:all    # K sh_tests, each in a thin_test",
         "bazel clean && bazel build --nobuild //plain:all    # K plain sh_tests in a test_suite",
     ]
     section.method = [
         "One workspace per K; the gated package holds K tests + K properties + the gate, "
-        "`plain/` the same K tests alone. Both load the same WORKSPACE "
-        "(`agent_gate_dependencies()`).",
+        "`plain/` the same K tests alone, `floor/` the K tests each wrapped by `thin_test`, "
+        "a Starlark test rule with one label attribute that writes an empty executable: the "
+        "least one more test target per test costs (a property is a test target, as "
+        "DESIGN.md requires). All load the same WORKSPACE (`agent_gate_dependencies()`).",
         "`bazel clean` (untimed) before every timed command: packages are loaded and targets "
         "analysed from scratch, the JVM stays warm (a fresh server would add the same JVM "
-        "start-up to both sides). The order of the three commands rotates each round; "
+        "start-up to both sides). The order of the commands rotates each round; "
         f"{plan.analysis_reps} timed rounds after one untimed round.",
         "`other processes`: cores the rest of this shared machine kept busy during the timed "
         "commands (all CPU in /proc/stat minus the client's and the server's), median.",
