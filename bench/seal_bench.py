@@ -138,11 +138,11 @@ class TreeRuns:
 
 
 def _measure_tree(ctx: Context, root: Path, tree: str, reps: int) -> TreeRuns:
-    """Pipeline, ours and ours with one thread, `reps` interleaved rounds after a warm-up."""
+    """Pipeline, ours, ours in one process (no workers): `reps` interleaved rounds, warmed up."""
     pipeline = ["bash", "-o", "pipefail", "-c", PIPELINE.format(tree=tree)]
     env = {**os.environ, "PYTHONPATH": str(TOOLS)}
     ours = [PYTHON, "-m", "agent_gate.seal", tree, "--repo-root", root]
-    commands = {"pipeline": pipeline, "ours": ours, "ours, 1 thread": [*ours, "--workers", "1"]}
+    commands = {"pipeline": pipeline, "ours": ours, "ours, one process": [*ours, "--workers", "1"]}
     expected = run(pipeline, cwd=root).stdout  # also warms the page cache
     runs = TreeRuns({name: [] for name in commands}, {name: [] for name in commands}, [], "")
     for rep in range(reps + 1):  # round 0 is the untimed warm-up of every command
@@ -202,7 +202,7 @@ def bench(ctx: Context) -> Section:
             "ratio (range)",
             "ours MB/s",
             "pipeline MB/s",
-            "ours, 1 thread",
+            "ours, one process",
             "ours / 2-core limit",
         ]
     )
@@ -216,7 +216,7 @@ def bench(ctx: Context) -> Section:
             "tree",
             "pipeline CPU",
             "ours CPU",
-            "ours, 1 thread CPU",
+            "ours, one process CPU",
             "ours MB per CPU-second",
             "other processes meanwhile",
         ]
@@ -227,7 +227,7 @@ def bench(ctx: Context) -> Section:
         pipeline, ours, ours_one = (
             runs.series("pipeline"),
             runs.series("ours"),
-            runs.series("ours, 1 thread"),
+            runs.series("ours, one process"),
         )
         digests.append(f"{name}: `{runs.digest}`")
         ours_rate = size / ours.median / _MB
@@ -250,7 +250,7 @@ def bench(ctx: Context) -> Section:
                 name,
                 f"{runs.cpu_median('pipeline'):.2f} s",
                 f"{runs.cpu_median('ours'):.2f} s",
-                f"{runs.cpu_median('ours, 1 thread'):.2f} s",
+                f"{runs.cpu_median('ours, one process'):.2f} s",
                 f"{size / runs.cpu_median('ours') / _MB:,.0f} (one core: {one_core / _MB:,.0f})",
                 f"{statistics.median(runs.others):.2f} cores busy (median)",
             ]
