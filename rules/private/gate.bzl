@@ -221,7 +221,12 @@ PYTHONPATH="{python_path}" exec "{interpreter}" "{script}" --config "{config}" "
         files = runfiles_files,
         transitive_files = interpreter_files,
     ).merge(ctx.attr._evaluator[DefaultInfo].default_runfiles)
-    return [DefaultInfo(executable = launcher, runfiles = runfiles)]
+    return [
+        DefaultInfo(executable = launcher, runfiles = runfiles),
+        # The CLI reads the catalog from the config alone: building this group runs
+        # no property, whatever the changed paths (agent_gate/catalog.py).
+        OutputGroupInfo(agent_gate_config = depset([config])),
+    ]
 
 # In a consumer these are --@agent_gate//:NAME. Inside agent_gate's own workspace
 # Bazel 4.2.3 knows them only as --//:NAME (`@agent_gate` is not mapped to the

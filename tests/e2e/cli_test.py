@@ -249,6 +249,13 @@ class CliTest(absltest.TestCase):
             self.assertExit(run["done"], 0)
             self.assertEqual(_report(run["report"]).decision, "promote")
         self.assertLess(self.second["seconds"], self.first["seconds"] + 5)
+        # One analysis per score: the catalog build runs under the gate's coming flags,
+        # so only it finds them changed; the gate's run after the patch is incremental.
+        run_id = _report(self.second["report"]).run_id
+        logs = self.repo / ".git" / "agent_gate" / "runs" / run_id
+        dropped = "discarding analysis cache"
+        self.assertIn(dropped, (logs / "catalog.log").read_text())
+        self.assertNotIn(dropped, (logs / "bazel.log").read_text())
         self.assertUntouched()
 
     def test_every_manifest_case_exits_with_its_decision_code(self):

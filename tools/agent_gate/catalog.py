@@ -1,7 +1,7 @@
 """The catalog as the build graph declares it, and as reviewers read it.
 
-`bazel build //:agent_gate` with no changed paths runs no property; it writes the
-rule's config, `bazel-bin/agent_gate.gate.json` (see rules/private/gate.bzl): the
+`bazel build --output_groups=agent_gate_config //:agent_gate` runs no property; it
+writes the rule's config, `bazel-bin/agent_gate.gate.json` (see rules/private/gate.bzl): the
 catalog rows, the sealed fixture trees, the ledger path and the debt cap. That
 file, not a re-parse of BUILD text, is where the CLI learns the catalog.
 `render` prints it in the article's YAML shape (or JSON).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,6 +23,7 @@ from agent_gate.progress import Progress
 from agent_gate.usage import CliError
 
 CONFIG_NAME = "agent_gate.gate.json"
+CONFIG_GROUP = "agent_gate_config"  # the output group holding only that file
 FORMATS = ("yaml", "json")
 
 
@@ -143,13 +144,39 @@ def read_config(path: Path) -> Catalog:
         ) from None
 
 
-def build(workspace: Path, progress: Progress, log_dir: Path, shown: str | None = None) -> Catalog:
-    """Build //:agent_gate with no changed paths (runs no property) and read its config."""
+def build(
+    workspace: Path,
+    progress: Progress,
+    log_dir: Path,
+    shown: str | None = None,
+    gate_flags: Sequence[str] = (),
+) -> Catalog:
+    """Build //:agent_gate's config alone (it runs no property) and read it.
+
+    `gate_flags`: the flags the gate will run with next, if known. The catalog does
+    not depend on them, but Bazel re-analyses the whole graph whenever they change:
+    with them, the gate's own run after the patch is only incremental.
+    """
     progress.step(f"reading the catalog: bazel build {bazel_build.GATE_TARGET} in {workspace}")
-    log = log_dir / "catalog.log"
-    bazel_build.build_gate(
-        workspace, [], progress=progress, log_path=log, what="catalog", shown=shown
-    )
+
+    def build_config(flags: Sequence[str]) -> None:
+        bazel_build.build_gate(
+            workspace,
+            [f"--output_groups={CONFIG_GROUP}", *flags],
+            progress=progress,
+            log_path=log_dir / "catalog.log",
+            what="catalog",
+            shown=shown,
+        )
+
+    try:
+        build_config(gate_flags)
+    except CliError:
+        if not gate_flags:
+            raise
+        # The flags themselves can be what fails (a workspace without @agent_gate):
+        # build as without them, so that a failure names its real cause.
+        build_config(())
     return read_config(bazel_build.bazel_bin(workspace) / CONFIG_NAME)
 
 

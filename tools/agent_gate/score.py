@@ -279,6 +279,30 @@ def _finish(
     return exit_code(gate_report.decision)
 
 
+def _expected_gate_flags(
+    workspace: Path, touched: Sequence[str], run_id: str, override: quorum.Override | None
+) -> list[str]:
+    """The gate's flags as they will be unless a ledger row needs a commit count.
+
+    The catalog build passes them so that Bazel analyses the graph once per score,
+    not twice (it drops its analysis cache whenever a flag's value changes). Empty
+    when they cannot be spelled or would not fit a command line: the catalog is then
+    read under the default values, which costs only that second analysis.
+    """
+    try:
+        flags = bazel.gate_flags(
+            changed_paths=touched,
+            run_id=run_id,
+            override=override,
+            flag_prefix=bazel_build.flag_prefix(workspace),
+        )
+    except bazel.GateInputError:
+        return []  # run_gate raises it again, where it is reported
+    if sum(len(flag.encode("utf-8", "surrogateescape")) for flag in flags) > bazel.ARGV_FLAG_BYTES:
+        return []
+    return flags
+
+
 def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
     """Score one patch; returns the decision's exit code (CliError: exit 2)."""
     data, touched = read_candidate(options.patch)
@@ -297,7 +321,13 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
         with progress.timed("worktree"):
             workspace = worktree.prepare(repo, base, progress)
         with progress.timed("catalog"):
-            cat = catalog.build(workspace, progress, work, worktree.describe(repo, base))
+            cat = catalog.build(
+                workspace,
+                progress,
+                work,
+                worktree.describe(repo, base),
+                gate_flags=_expected_gate_flags(workspace, touched, run_id, override),
+            )
         rows = ledger_rows(workspace / cat.ledger_path, cat.ids, cat.ledger_path, base)
         check_override(override, rows)
         try:
