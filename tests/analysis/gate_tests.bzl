@@ -181,6 +181,42 @@ gate_double_run_inputs_test = analysistest.make(
     config_settings = {_CHANGED_PATHS: "tests/analysis/x/api/handler.py"},
 )
 
+# --- what the CLI builds, and how the runner is started -----------------------
+
+def _config_and_entry_point_test_impl(ctx):
+    env = analysistest.begin(ctx)
+    target = analysistest.target_under_test(env)
+
+    # The CLI reads the catalog by building this group under the gate's flags:
+    # it must hold the config alone, never a property's result.
+    config = [f.basename for f in target[OutputGroupInfo].agent_gate_config.to_list()]
+    asserts.equals(env, [target.label.name + ".gate.json"], config, "files of output group agent_gate_config")
+
+    runs = _double_runs(analysistest.target_actions(env))
+    asserts.equals(env, 4, len(runs), "every property of the catalog is matched")
+    runfiles = "run_property.runfiles/agent_gate"
+    for action in runs:
+        property_id = _argv_value(action.argv, "--property_id")
+        asserts.true(env, action.argv[0].endswith("python3"), "%s runs the interpreter, got %s" % (property_id, action.argv[0]))
+        asserts.true(
+            env,
+            action.argv[1].endswith(runfiles + "/tools/agent_gate/run_property_main.py"),
+            "%s runs the entry point in the runner's runfiles, got %s" % (property_id, action.argv[1]),
+        )
+        roots = action.env.get("PYTHONPATH", "").split(":")
+        asserts.equals(env, 2, len(roots), "PYTHONPATH of %s: %s" % (property_id, roots))
+        asserts.true(
+            env,
+            len(roots) == 2 and roots[0].endswith(runfiles + "/tools") and roots[1].endswith(runfiles),
+            "PYTHONPATH of %s: the runner's import roots, got %s" % (property_id, roots),
+        )
+    return analysistest.end(env)
+
+gate_config_and_entry_point_test = analysistest.make(
+    _config_and_entry_point_test_impl,
+    config_settings = {_CHANGED_PATHS: _ALL_PATHS},
+)
+
 # --- a fresh run id changes the command line ----------------------------------
 
 _ActionsInfo = provider(
@@ -329,6 +365,10 @@ def gate_test_suite(name):
         gate_alpha = ":gate_subject",
         gate_beta = ":gate_subject",
     )
+    gate_config_and_entry_point_test(
+        name = "gate_config_and_entry_point_test",
+        target_under_test = ":gate_subject",
+    )
 
     native.test_suite(
         name = name,
@@ -342,5 +382,6 @@ def gate_test_suite(name):
             ":gate_double_run_sandbox_test",
             ":gate_double_run_inputs_test",
             ":gate_run_id_on_command_line_test",
+            ":gate_config_and_entry_point_test",
         ],
     )
