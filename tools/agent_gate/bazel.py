@@ -217,6 +217,11 @@ def gate_flags(
     return flags
 
 
+def fits_command_line(flags: Sequence[str]) -> bool:
+    """Whether flags are short enough for argv; longer ones go through an rc file."""
+    return sum(len(flag.encode("utf-8", "surrogateescape")) for flag in flags) <= ARGV_FLAG_BYTES
+
+
 def _rc_quote(token: str) -> str:
     """Quote one option for a bazelrc line (bazel tokenizes rc lines like a shell)."""
     return "'" + token.replace("'", "'\"'\"'") + "'"
@@ -402,9 +407,7 @@ def run_gate(
     if output_base is not None:
         startup.append(f"--output_base={Path(output_base).absolute()}")
     if use_rc_file is None:
-        use_rc_file = sum(len(flag.encode("utf-8", "surrogateescape")) for flag in flags) > (
-            ARGV_FLAG_BYTES
-        )
+        use_rc_file = not fits_command_line(flags)
     rc_path: Path | None = None
     if use_rc_file:
         rc_path = work / "agent_gate.bazelrc"

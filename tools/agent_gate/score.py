@@ -298,9 +298,7 @@ def _expected_gate_flags(
         )
     except bazel.GateInputError:
         return []  # run_gate raises it again, where it is reported
-    if sum(len(flag.encode("utf-8", "surrogateescape")) for flag in flags) > bazel.ARGV_FLAG_BYTES:
-        return []
-    return flags
+    return flags if bazel.fits_command_line(flags) else []
 
 
 def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
