@@ -55,25 +55,35 @@ def _matched(properties, changed_paths, full_pass):
 _PYTHON_TOOLCHAIN = "@bazel_tools//tools/python:toolchain_type"
 
 def _python(ctx):
-    """The Python toolchain's interpreter: (exec path, runfiles path, files it needs)."""
+    """The Python toolchain's interpreter: its path in actions and in runfiles, and its files."""
     runtime = ctx.toolchains[_PYTHON_TOOLCHAIN].py3_runtime
     if runtime == None:
         fail("%s: the registered Python toolchain has no Python 3 runtime; agent_gate needs one." % ctx.label)
     if runtime.interpreter:
-        return runtime.interpreter.path, "$runfiles/" + rlocation(ctx, runtime.interpreter), runtime.files
-    return runtime.interpreter_path, runtime.interpreter_path, depset()
+        return struct(
+            exec_path = runtime.interpreter.path,
+            runfiles_path = "$runfiles/" + rlocation(ctx, runtime.interpreter),
+            files = runtime.files,
+        )
+    return struct(
+        exec_path = runtime.interpreter_path,
+        runfiles_path = runtime.interpreter_path,
+        files = depset(),
+    )
 
-def _entry_point(ctx, main, runfiles_dir):
+def _entry_point(ctx, binary, main, runfiles_dir):
     """`python MAIN` and the PYTHONPATH of a py_binary's runfiles, without its launcher.
 
     The launcher starts one interpreter only to start another (~30 ms per action);
-    this runs the entry point in the binary's runfiles tree, with the same imports.
+    this runs the entry point in the binary's runfiles tree, with the import roots
+    the launcher would set: the binary's `imports`, then its repository's root.
     """
     main_path = rlocation(ctx, main)
-    repo = runfiles_dir + "/" + main_path.split("/", 1)[0]
-    return runfiles_dir + "/" + main_path, repo + "/tools:" + repo
+    roots = binary[PyInfo].imports.to_list() if PyInfo in binary else []
+    roots = roots + [main_path.split("/", 1)[0]]
+    return runfiles_dir + "/" + main_path, ":".join([runfiles_dir + "/" + root for root in roots])
 
-def _double_run(ctx, target, info, run_id, python):
+def _double_run(ctx, target, info, run_id, runner):
     """One PropertyDoubleRun action: both runs of one property, results as data."""
     base = "%s.runs/%s" % (ctx.label.name, info.id)
     result = ctx.actions.declare_file(base + ".result.txtpb")
@@ -101,17 +111,11 @@ def _double_run(ctx, target, info, run_id, python):
         for fixtures in info.fixtures:
             paths.add_all(fixtures.rel_paths)
         arguments.append(paths)
-    interpreter, _, interpreter_files = python
-    script, python_path = _entry_point(
-        ctx,
-        ctx.file._runner_main,
-        ctx.executable._runner.path + ".runfiles",
-    )
     ctx.actions.run(
-        executable = interpreter,
-        arguments = [script] + arguments,
-        env = dict(ctx.configuration.default_shell_env, PYTHONPATH = python_path),
-        inputs = depset(transitive = fixture_inputs + [interpreter_files]),
+        executable = runner.python.exec_path,
+        arguments = [runner.script] + arguments,
+        env = runner.env,
+        inputs = depset(transitive = fixture_inputs + [runner.python.files]),
         tools = [ctx.attr._runner[DefaultInfo].files_to_run, target[DefaultInfo].files_to_run],
         outputs = [result] + logs,
         mnemonic = "PropertyDoubleRun",
@@ -139,6 +143,17 @@ def _gate_impl(ctx):
     changed_paths = _decode_paths(_flag(ctx, "_changed_paths"))
     run_id = _flag(ctx, "_run_id")
     python = _python(ctx)
+    runner_script, runner_path = _entry_point(
+        ctx,
+        ctx.attr._runner,
+        ctx.file._runner_main,
+        ctx.executable._runner.path + ".runfiles",
+    )
+    runner = struct(
+        python = python,
+        script = runner_script,
+        env = dict(ctx.configuration.default_shell_env, PYTHONPATH = runner_path),
+    )
 
     runfiles_files = [ctx.file.ledger]
     catalog = []
@@ -167,7 +182,7 @@ def _gate_impl(ctx):
 
     results = {}
     for target, info in _matched(properties, changed_paths, full_pass):
-        result, logs = _double_run(ctx, target, info, run_id, python)
+        result, logs = _double_run(ctx, target, info, run_id, runner)
         results[info.id] = {"result": rlocation(ctx, result), "logs": [rlocation(ctx, log) for log in logs]}
         runfiles_files.append(result)
         runfiles_files.extend(logs)
@@ -200,8 +215,7 @@ def _gate_impl(ctx):
     }))
     runfiles_files.append(config)
 
-    _, interpreter, interpreter_files = python
-    script, python_path = _entry_point(ctx, ctx.file._evaluator_main, "$runfiles")
+    script, python_path = _entry_point(ctx, ctx.attr._evaluator, ctx.file._evaluator_main, "$runfiles")
     launcher = ctx.actions.declare_file(ctx.label.name)
     ctx.actions.write(launcher, is_executable = True, content = """\
 #!/usr/bin/env bash
@@ -213,13 +227,13 @@ PYTHONPATH="{python_path}" exec "{interpreter}" "{script}" --config "{config}" "
 """.format(
         label = ctx.label,
         python_path = python_path,
-        interpreter = interpreter,
+        interpreter = python.runfiles_path,
         script = script,
         config = rlocation(ctx, config),
     ))
     runfiles = ctx.runfiles(
         files = runfiles_files,
-        transitive_files = interpreter_files,
+        transitive_files = python.files,
     ).merge(ctx.attr._evaluator[DefaultInfo].default_runfiles)
     return [
         DefaultInfo(executable = launcher, runfiles = runfiles),
