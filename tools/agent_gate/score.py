@@ -280,7 +280,7 @@ def _finish(
 
 
 def _expected_gate_flags(
-    workspace: Path, touched: Sequence[str], run_id: str, override: quorum.Override | None
+    touched: Sequence[str], run_id: str, override: quorum.Override | None, flag_prefix: str
 ) -> list[str]:
     """The gate's flags as they will be unless a ledger row needs a commit count.
 
@@ -294,7 +294,7 @@ def _expected_gate_flags(
             changed_paths=touched,
             run_id=run_id,
             override=override,
-            flag_prefix=bazel_build.flag_prefix(workspace),
+            flag_prefix=flag_prefix,
         )
     except bazel.GateInputError:
         return []  # run_gate raises it again, where it is reported
@@ -318,13 +318,15 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
     with worktree.locked(repo, progress):
         with progress.timed("worktree"):
             workspace = worktree.prepare(repo, base, progress)
+        # Read once: a diff that could change it (WORKSPACE) is never applied.
+        flag_prefix = bazel_build.flag_prefix(workspace)
         with progress.timed("catalog"):
             cat = catalog.build(
                 workspace,
                 progress,
                 work,
                 worktree.describe(repo, base),
-                gate_flags=_expected_gate_flags(workspace, touched, run_id, override),
+                gate_flags=_expected_gate_flags(touched, run_id, override, flag_prefix),
             )
         rows = ledger_rows(workspace / cat.ledger_path, cat.ids, cat.ledger_path, base)
         check_override(override, rows)
@@ -381,7 +383,7 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
                     override=override,
                     progress=progress.bazel_line,
                     work_dir=work,
-                    flag_prefix=bazel_build.flag_prefix(workspace),
+                    flag_prefix=flag_prefix,
                 )
         except bazel.GateInputError as error:
             raise CliError(f"the patch cannot be scored automatically: {error}") from None
