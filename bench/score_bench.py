@@ -21,10 +21,10 @@ time goes.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -39,9 +39,11 @@ from harness import (
     Table,
     ratio,
     ratio_spread,
-    run,
     timed,
 )
+
+sys.path.insert(0, str(ROOT / "examples"))
+import wired_copy
 
 CLI = ROOT / "tools" / "agent-gate"
 EXAMPLE = ROOT / "examples" / "monorepo"
@@ -50,39 +52,25 @@ PATCH = ROOT / "examples" / "patches" / "promote_refactor.patch"
 MATCHED = ("resp.no_secret_fields", "resp.keys_present", "counter.monotonic_under_replay")
 GOAL = 1.3
 
-_LOCAL_REPOSITORY = re.compile(
-    r'(local_repository\(\s*name\s*=\s*"agent_gate"\s*,\s*path\s*=\s*)"[^"]*"'
-)
 _EXECUTED = re.compile(rb"Executed (\d+) out of (\d+) tests?")
 _TIMING_PART = re.compile(r"([a-z][a-z ]*?) ([0-9.]+)s")
 _ELAPSED = re.compile(r"INFO: Elapsed time: ([0-9.]+)s, Critical Path: ([0-9.]+)s")
 _DISCARDED = "discarding analysis cache"
-_GIT_ENV = {
-    "GIT_AUTHOR_NAME": "agent_gate bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-    "GIT_COMMITTER_NAME": "agent_gate bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
 
 
 def make_repo(copy: Path) -> None:
     """A git repository holding examples/monorepo, wired to this checkout."""
     shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("bazel-*", "__pycache__"))
-    workspace = copy / "WORKSPACE"
-    wired, count = _LOCAL_REPOSITORY.subn(
-        lambda match: f'{match.group(1)}"{ROOT.as_posix()}"', workspace.read_text()
-    )
-    if count != 1:
-        raise BenchError(f"{EXAMPLE / 'WORKSPACE'} has no local_repository(agent_gate)")
-    workspace.write_text(wired)
-    env = {**os.environ, **_GIT_ENV}
-    for args in (
-        ("init", "-q", "-b", "main"),
-        ("add", "-A"),
-        ("commit", "-q", "-m", "base: examples/monorepo"),
-    ):
-        run(["git", "-c", "core.hooksPath=/dev/null", *args], cwd=copy, env=env)
+    try:
+        wired_copy.wire_to_checkout(copy / "WORKSPACE", ROOT)
+        for args in (
+            ("init", "-q", "-b", "main"),
+            ("add", "-A"),
+            ("commit", "-q", "-m", "base: examples/monorepo"),
+        ):
+            wired_copy.git(copy, *args)
+    except wired_copy.CopyError as error:
+        raise BenchError(str(error)) from None
 
 
 def _score_argv(copy: Path, report: Path, quiet: bool = True) -> list[str]:

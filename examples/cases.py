@@ -16,10 +16,8 @@ Callers make `from proto import agent_gate_pb2` importable first
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import stat
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import wired_copy
 import yaml
 from google.protobuf import text_format
 
@@ -44,19 +43,12 @@ BASE_TAG = "agent-gate-base"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _REQUIRED = ("name", "patch", "expect", "why")
 _OPTIONAL = ("ledger", "drift", "commit_counts", "rows", "rule_contains", "guarded")
-_LOCAL_REPOSITORY = re.compile(
-    r'(local_repository\(\s*name\s*=\s*"agent_gate"\s*,\s*path\s*=\s*)"[^"]*"'
-)
 _COPY_IGNORE = shutil.ignore_patterns("bazel-*", "__pycache__", "*.pyc")
-# Fixed identity and dates: the base commit is the same for the same example.
+# Fixed dates too: the base commit is the same for the same example.
 _GIT_ENV = {
-    "GIT_AUTHOR_NAME": "agent_gate example",
-    "GIT_AUTHOR_EMAIL": "agent-gate@example.invalid",
-    "GIT_COMMITTER_NAME": "agent_gate example",
-    "GIT_COMMITTER_EMAIL": "agent-gate@example.invalid",
+    **wired_copy.GIT_ENV,
     "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
     "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
-    "GIT_CONFIG_NOSYSTEM": "1",
 }
 
 Progress = Callable[[str], None]
@@ -209,36 +201,14 @@ def check(result: CaseResult) -> list[str]:
 
 
 def _git(cwd: Path, *arguments: str, stdin: bytes | None = None) -> str:
-    env = dict(os.environ, **_GIT_ENV)
-    done = subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false", *arguments],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise CaseError(
-            f"git {' '.join(arguments)} failed in {cwd} (exit {done.returncode}): "
-            f"{done.stderr.decode('utf-8', 'replace').strip()}"
-        )
-    return done.stdout.decode("utf-8", "surrogateescape")
+    try:
+        out = wired_copy.git(cwd, *arguments, stdin=stdin, env=_GIT_ENV)
+    except wired_copy.CopyError as error:
+        raise CaseError(str(error)) from None
+    return out.decode("utf-8", "surrogateescape")
 
 
-def _make_writable_and_retry(function: Callable[..., Any], path: str, _: Any) -> None:
-    """rmtree error hook: Bazel leaves read-only directories in its output base."""
-    parent = os.path.dirname(path)
-    os.chmod(parent, os.stat(parent).st_mode | stat.S_IWUSR | stat.S_IXUSR)
-    if os.path.isdir(path) and not os.path.islink(path):
-        os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR | stat.S_IXUSR | stat.S_IRUSR)
-    function(path)
-
-
-def remove_tree(path: Path) -> None:
-    """Delete a directory Bazel wrote into, read-only parts included."""
-    if path.exists():
-        shutil.rmtree(path, onerror=_make_writable_and_retry)
+remove_tree = wired_copy.remove_tree
 
 
 @dataclass
@@ -265,17 +235,10 @@ class ExampleWorkspace:
         if root.exists():
             raise CaseError(f"{root} exists; give a new directory for the example workspace")
         shutil.copytree(example, root, ignore=_COPY_IGNORE, symlinks=True)
-        workspace_file = root / "WORKSPACE"
-        text = workspace_file.read_text(encoding="utf-8")
-        wired, count = _LOCAL_REPOSITORY.subn(
-            lambda match: f'{match.group(1)}"{repo_root.as_posix()}"', text
-        )
-        if count != 1:
-            raise CaseError(
-                f'{example / "WORKSPACE"} has no local_repository(name = "agent_gate", '
-                "path = ...) to point at this checkout"
-            )
-        workspace_file.write_text(wired, encoding="utf-8")
+        try:
+            wired_copy.wire_to_checkout(root / "WORKSPACE", repo_root)
+        except wired_copy.CopyError as error:
+            raise CaseError(str(error)) from None
         _git(root, "init", "-q")
         # Bazel's convenience symlinks are not part of any patch.
         info = root / ".git" / "info"

@@ -34,9 +34,7 @@ Run: cd /work/main && .venv/bin/python3 tests/e2e/adversarial_test.py
 """
 
 import os
-import re
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -46,12 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "examples")]
 
 from agent_gate import protogen  # noqa: E402
 
 protogen.ensure_proto_importable()
 
+import wired_copy  # noqa: E402
 from absl.testing import absltest  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 
@@ -76,16 +75,6 @@ GUARD_REASON = "review: the diff touches what an agent may not touch"
 # 14-30 s on 2 cores with other Bazel servers busy, docs/threat-model.md).
 BULK_PATHS = 50_000
 BULK_BOUND_SECONDS = 240.0
-_GIT_ENV = {
-    "GIT_AUTHOR_NAME": "agent",
-    "GIT_AUTHOR_EMAIL": "agent@example.invalid",
-    "GIT_COMMITTER_NAME": "agent",
-    "GIT_COMMITTER_EMAIL": "agent@example.invalid",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-_LOCAL_REPOSITORY = re.compile(
-    r'(local_repository\(\s*name\s*=\s*"agent_gate"\s*,\s*path\s*=\s*)"[^"]*"'
-)
 # Every case run, and whether it failed closed (a decision other than promote).
 TALLY: dict[str, bool] = {}
 TIMINGS: list[tuple[str, float, str]] = []
@@ -96,26 +85,7 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
-    done = subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false", *args],
-        cwd=cwd,
-        env={**os.environ, **_GIT_ENV},
-        input=stdin,
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr.decode()}")
-    return done.stdout
-
-
-def _writable(function, path, _):
-    parent = os.path.dirname(path)
-    os.chmod(parent, os.stat(parent).st_mode | stat.S_IRWXU)
-    if os.path.isdir(path) and not os.path.islink(path):
-        os.chmod(path, os.stat(path).st_mode | stat.S_IRWXU)
-    function(path)
+_git = wired_copy.git
 
 
 @dataclass
@@ -153,12 +123,7 @@ class Monorepo:
         self.output_base = top / "output_base"
         self.bin = top / "bin"
         shutil.copytree(SOURCE, self.root, symlinks=True)
-        workspace = self.root / "WORKSPACE"
-        wired, count = _LOCAL_REPOSITORY.subn(
-            lambda match: f'{match.group(1)}"{ROOT.as_posix()}"', workspace.read_text()
-        )
-        assert count == 1, f"{SOURCE}/WORKSPACE has no local_repository(agent_gate)"
-        workspace.write_text(wired)
+        wired_copy.wire_to_checkout(self.root / "WORKSPACE", ROOT)
         _git(self.root, "init", "-q", "-b", "main")
         exclude = self.root / ".git" / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
@@ -256,7 +221,7 @@ class Monorepo:
                 capture_output=True,
                 check=False,
             )
-        shutil.rmtree(self.top, onerror=_writable)
+        wired_copy.remove_tree(self.top)
 
 
 _state: dict[str, Monorepo] = {}

@@ -23,12 +23,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "examples")]
 
 from agent_gate import protogen  # noqa: E402
 
 protogen.ensure_proto_importable()
 
+import wired_copy  # noqa: E402
 import yaml  # noqa: E402
 from absl.testing import absltest  # noqa: E402
 from google.protobuf import json_format, text_format  # noqa: E402
@@ -51,30 +52,10 @@ EXIT = {
 COUNTER = "counter.monotonic_under_replay"
 SECRETS = "resp.no_secret_fields"
 REPLAYS_SEAL = "416d960d4898a0da240b55f5ae292c791583126bb0cb12867f156e79aad8bab1"
-_GIT_ENV = {
-    "GIT_AUTHOR_NAME": "agent_gate cli test",
-    "GIT_AUTHOR_EMAIL": "cli-test@example.invalid",
-    "GIT_COMMITTER_NAME": "agent_gate cli test",
-    "GIT_COMMITTER_EMAIL": "cli-test@example.invalid",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-_LOCAL_REPOSITORY = re.compile(
-    r'(local_repository\(\s*name\s*=\s*"agent_gate"\s*,\s*path\s*=\s*)"[^"]*"'
-)
 
 
 def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", *args],
-        cwd=cwd,
-        env={**os.environ, **_GIT_ENV},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
-    return done.stdout
+    return wired_copy.git(cwd, *args).decode()
 
 
 def _report(path: Path) -> agent_gate_pb2.GateReport:
@@ -90,12 +71,7 @@ class CliTest(absltest.TestCase):
         cls.elsewhere.mkdir()
         cls.repo = cls.tmp / "monorepo"
         shutil.copytree(EXAMPLE, cls.repo, ignore=shutil.ignore_patterns("bazel-*", "__pycache__"))
-        workspace = cls.repo / "WORKSPACE"
-        wired, count = _LOCAL_REPOSITORY.subn(
-            lambda match: f'{match.group(1)}"{ROOT.as_posix()}"', workspace.read_text()
-        )
-        assert count == 1, "examples/monorepo/WORKSPACE has no local_repository(agent_gate)"
-        workspace.write_text(wired)
+        wired_copy.wire_to_checkout(cls.repo / "WORKSPACE", ROOT)
         _git(cls.repo, "init", "-q", "-b", "main")
         _git(cls.repo, "add", "-A")
         _git(cls.repo, "commit", "-q", "-m", "base: examples/monorepo")
