@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib
 import os
 import sys
-import threading
 from pathlib import Path
 
-from agent_gate import runner
+from agent_gate import run_result, runner
 
 
 def _arguments(argv: list[str]) -> argparse.Namespace:
@@ -28,12 +25,6 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     return parser.parse_intermixed_args(argv)
 
 
-def _load_quietly(module: str) -> None:
-    # The main thread imports it again, so a failure is raised there, with a traceback.
-    with contextlib.suppress(Exception):
-        importlib.import_module(module)
-
-
 def main(argv: list[str]) -> int:
     args = _arguments(argv)
     if len(args.log) != 2:
@@ -49,13 +40,7 @@ def main(argv: list[str]) -> int:
         repo_root=args.repo_root,
         fixture_paths=tuple(args.fixture_paths),
     )
-    # Protobuf loads while the first run runs; a failed import is raised again below.
-    loader = threading.Thread(target=_load_quietly, args=("agent_gate.run_result",), daemon=True)
-    loader.start()
     double_run = runner.run_twice(spec, args.log)
-    loader.join()
-    from agent_gate import run_result  # noqa: PLC0415
-
     # Write then rename, so a killed runner leaves no half-written result.
     partial = args.out.with_name(args.out.name + ".partial")
     partial.write_text(run_result.to_text(double_run), encoding="utf-8")

@@ -1,30 +1,77 @@
-"""A double run as the text-format `RunResult` the gate's evaluator reads.
+"""A double run as the text-format `RunResult` message the gate's evaluator reads.
 
-Kept apart from runner.py: protobuf's imports cost a PropertyDoubleRun action
-about 40 ms, which run_property_main.py overlaps with the first run.
+Written without protobuf: importing it costs a PropertyDoubleRun action about 40 ms
+of CPU, paid by every property of a gate. The message is small and fixed, so this
+module prints it directly; `tests/unit/run_result_test.py` parses the text with
+protobuf's own parser and checks it is the same message, for arbitrary field
+values. The evaluator parses it with protobuf, so text it cannot read fails closed.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
-from google.protobuf import text_format
-
 from agent_gate import runner
-from proto import agent_gate_pb2
 
 
-def to_proto(double_run: runner.DoubleRun) -> agent_gate_pb2.RunResult:
-    spec = double_run.spec
-    return agent_gate_pb2.RunResult(
-        property_id=spec.property_id,
-        label=spec.label,
-        run_id=spec.run_id,
-        timeout_seconds=spec.timeout_seconds,
-        runs=[agent_gate_pb2.Run(**dataclasses.asdict(run)) for run in double_run.runs],
-        classification=double_run.classification,
-    )
+def _string(value: str) -> str:
+    # Printable ASCII as is, `"` and `\` escaped, every other UTF-8 byte as an octal
+    # escape: what the text format reads back as the same string. A lone surrogate
+    # (from an undecodable path in an error message) is kept as its `\udXXX` spelling.
+    escaped = []
+    for byte in value.encode("utf-8", errors="backslashreplace"):
+        if byte in b'"\\':
+            escaped.append("\\" + chr(byte))
+        elif 0x20 <= byte < 0x7F:
+            escaped.append(chr(byte))
+        else:
+            escaped.append(f"\\{byte:03o}")
+    return '"' + "".join(escaped) + '"'
+
+
+def _fields(fields: list[tuple[str, object]], indent: str) -> list[str]:
+    lines = []
+    for name, value in fields:
+        if isinstance(value, bool):  # before int: a bool is an int
+            text = "true" if value else "false"
+        elif isinstance(value, int):
+            text = str(value)
+        elif isinstance(value, float):
+            text = repr(value)  # shortest exact spelling; `inf` and `nan` parse too
+        else:
+            text = _string(str(value))
+        lines.append(f"{indent}{name}: {text}")
+    return lines
 
 
 def to_text(double_run: runner.DoubleRun) -> str:
-    return text_format.MessageToString(to_proto(double_run))
+    spec = double_run.spec
+    lines = _fields(
+        [
+            ("property_id", spec.property_id),
+            ("label", spec.label),
+            ("run_id", spec.run_id),
+        ],
+        "",
+    )
+    for run in double_run.runs:
+        lines.append("runs {")
+        lines += _fields(
+            [
+                ("run_number", run.run_number),
+                ("exit_code", run.exit_code),
+                ("timed_out", run.timed_out),
+                ("duration_seconds", float(run.duration_seconds)),
+                ("output_sha256", run.output_sha256),
+                ("fixture_seal_before", run.fixture_seal_before),
+                ("fixture_seal_after", run.fixture_seal_after),
+            ],
+            "  ",
+        )
+        lines.append("}")
+    lines += _fields(
+        [
+            ("classification", double_run.classification),
+            ("timeout_seconds", float(spec.timeout_seconds)),
+        ],
+        "",
+    )
+    return "\n".join(lines) + "\n"

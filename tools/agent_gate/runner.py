@@ -142,28 +142,60 @@ def become_subreaper() -> bool:
         return False
 
 
-def _children() -> list[int]:
-    # Every run ends with this scan of /proc, so it reads each stat file with bare
-    # os calls (no Path or text-file object per process).
+def _read_all(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def children_from_tasks() -> list[int] | None:
+    """This process's children, from each thread's `/proc/self/task/<tid>/children`.
+
+    One small read per thread of this process, where a scan reads a file per
+    process on the machine. None when the kernel has no such files
+    (CONFIG_PROC_CHILDREN off).
+    """
+    if not os.path.exists("/proc/thread-self/children"):
+        return None
+    found: list[int] = []
+    for task in os.listdir("/proc/self/task"):
+        try:
+            found += [int(pid) for pid in _read_all(f"/proc/self/task/{task}/children").split()]
+        except FileNotFoundError:
+            continue  # the thread ended meanwhile; its children moved to another one
+    return found
+
+
+def children_from_scan() -> list[int]:
+    """This process's children, by reading every `/proc/<pid>/stat` (any Linux)."""
     me = str(os.getpid()).encode()
     found: list[int] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            fd = os.open(f"/proc/{entry}/stat", os.O_RDONLY)
+            stat = _read_all(f"/proc/{entry}/stat")
         except OSError:
             continue
-        try:
-            stat = os.read(fd, 4096)
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
         fields = stat.rpartition(b")")[2].split()
         if len(fields) > 1 and fields[1] == me:
             found.append(int(entry))
     return found
+
+
+def _children() -> list[int]:
+    with contextlib.suppress(OSError):
+        if os.readlink("/proc/self") != str(os.getpid()):
+            # This /proc numbers another pid namespace than ours: its pids are not ours
+            # to kill. The run's process group was killed; nothing more is safe.
+            return []
+    from_tasks = children_from_tasks()
+    return children_from_scan() if from_tasks is None else from_tasks
 
 
 def kill_orphans() -> int:
