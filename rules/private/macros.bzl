@@ -77,6 +77,43 @@ def full_strong_pass(name, properties, ledger, tags = None, **kwargs):
         **kwargs
     )
 
+def _declared_here(test):
+    """The wrapped test's attributes if this package declared it already, else None."""
+    if type(test) != "string" or test.startswith("@"):
+        return None
+    if test.startswith("//"):
+        package, _, name = test[2:].partition(":")
+        if package != native.package_name():
+            return None
+        name = name or package.rpartition("/")[2]
+    else:
+        name = test[1:] if test.startswith(":") else test
+    return native.existing_rule(name)
+
+def _predicate_attributes(test):
+    """How the property learns the wrapped test's `srcs`, `args` and `env`.
+
+    From the test's declaration when this package made it before the property, with
+    plain values; otherwise (another package, declared later, `select()`) the rule's
+    aspect reads them at analysis, which costs more. All three attributes are always
+    set here, so a BUILD file cannot hand the rule other values.
+    """
+    aspect_reads_them = {"predicate_srcs": [], "unforwarded_test_attributes": [], "predicate_test": test}
+    declared = _declared_here(test)
+    if declared == None:
+        return aspect_reads_them
+    srcs = declared.get("srcs") or []
+    args = declared.get("args") or []
+    env = declared.get("env") or {}
+    if (type(srcs) not in ("list", "tuple") or type(args) not in ("list", "tuple") or
+        type(env) != "dict" or [src for src in srcs if type(src) != "string"]):
+        return aspect_reads_them
+    return {
+        "predicate_srcs": list(srcs),
+        "unforwarded_test_attributes": [key for key, value in (("args", args), ("env", env)) if value],
+        "predicate_test": None,
+    }
+
 def strong_property(name, test, locality, fixtures = [], id = None, **kwargs):
     """A strong property: an invariant the patch can break. It votes.
 
@@ -90,6 +127,7 @@ def strong_property(name, test, locality, fixtures = [], id = None, **kwargs):
       id: catalog id; default `name`.
       **kwargs: `timeout_seconds` (per run of the double run), common test attributes.
     """
+    kwargs.update(_predicate_attributes(test))
     strong_property_test(name = name, test = test, locality = locality, fixtures = fixtures, id = id or name, **kwargs)
 
 def weak_property(name, test, locality, fixtures = [], id = None, **kwargs):
@@ -103,4 +141,5 @@ def weak_property(name, test, locality, fixtures = [], id = None, **kwargs):
       id: catalog id; default `name`.
       **kwargs: `timeout_seconds` (per run of the double run), common test attributes.
     """
+    kwargs.update(_predicate_attributes(test))
     weak_property_test(name = name, test = test, locality = locality, fixtures = fixtures, id = id or name, **kwargs)

@@ -20,10 +20,24 @@ def _predicate_sources_aspect_impl(_target, ctx):
     unforwarded = [name for name in ("args", "env") if getattr(ctx.rule.attr, name, None)]
     return [PredicateSourcesInfo(paths = paths, unforwarded = unforwarded)]
 
+# Bazel 4.2.3 charges about 0.1 ms of analysis per aspect application whatever it
+# does, more than the rest of a property; so the macro reads the test's declaration
+# when it can (`predicate_attributes` in macros.bzl) and the aspect is the fallback.
 predicate_sources_aspect = aspect(
     implementation = _predicate_sources_aspect_impl,
     doc = "Collects the `srcs` of the wrapped test, so a diff that edits them goes to review.",
 )
+
+def _predicate(ctx):
+    """The wrapped test's repo-relative source `srcs` and its unforwardable attributes."""
+    if ctx.attr.predicate_test:
+        if ctx.attr.predicate_test.label != ctx.attr.test.label:
+            fail("%s: predicate_test %s must be the wrapped test %s (set only by the macro)." %
+                 (ctx.label, ctx.attr.predicate_test.label, ctx.attr.test.label))
+        info = ctx.attr.predicate_test[PredicateSourcesInfo]
+        return info.paths, info.unforwarded
+    paths = [repo_relative(src) for src in ctx.files.predicate_srcs if src.is_source]
+    return paths, ctx.attr.unforwarded_test_attributes
 
 def _validate(ctx, strength):
     if not ctx.attr.locality:
@@ -44,7 +58,7 @@ def _validate(ctx, strength):
 
 def _property_impl(ctx, strength, admission_mutants = []):
     property_id = _validate(ctx, strength)
-    unforwarded = ctx.attr.test[PredicateSourcesInfo].unforwarded
+    predicate_srcs, unforwarded = _predicate(ctx)
     if unforwarded:
         fail(("%s: the wrapped test %s sets `%s`, which a property cannot carry into its double " +
               "run (the runs would differ from `bazel test`); move them into the test itself.") %
@@ -70,7 +84,7 @@ def _property_impl(ctx, strength, admission_mutants = []):
             executable = executable,
             runfiles = runfiles,
             label = ctx.label,
-            predicate_srcs = ctx.attr.test[PredicateSourcesInfo].paths,
+            predicate_srcs = predicate_srcs,
             package = ctx.label.package,
             timeout_seconds = ctx.attr.timeout_seconds,
             workspace_name = ctx.workspace_name,
@@ -89,8 +103,21 @@ _ATTRS = {
         mandatory = True,
         executable = True,
         cfg = "target",
-        aspects = [predicate_sources_aspect],
         doc = "The test target that is the predicate (`py_test`, `sh_test`, `go_test`, ...).",
+    ),
+    # The wrapped test's `srcs`, `args` and `env`, which the macro reads from its
+    # declaration; or, when it cannot, `predicate_test` for the aspect to read.
+    "predicate_srcs": attr.label_list(
+        allow_files = True,
+        doc = "Set by the macro: the wrapped test's `srcs`, as declared earlier in this package.",
+    ),
+    "unforwarded_test_attributes": attr.string_list(
+        doc = "Set by the macro: which of the wrapped test's `args` and `env` are set.",
+    ),
+    "predicate_test": attr.label(
+        aspects = [predicate_sources_aspect],
+        doc = "Set by the macro when the test is declared elsewhere or with `select()`: " +
+              "the wrapped test again, for the aspect that reads its `srcs`, `args` and `env`.",
     ),
     "locality": attr.string_list(
         doc = "Repo-relative path prefixes the property observes, matched per path component: " +

@@ -7,6 +7,7 @@ starts with the failing target's label and states the fix. The subjects are
 """
 
 load("@bazel_skylib//lib:unittest.bzl", "analysistest", "asserts")
+load("@rules_shell//shell:sh_test.bzl", "sh_test")
 load("//rules:defs.bzl", "agent_gate", "strong_property", "weak_property")
 
 _PREDICATE = "//tests/analysis/testdata:pass_test"
@@ -189,6 +190,24 @@ def failure_test_suite(name):
         strong_property,
         test_override = "//tests/analysis/testdata:with_args_test",
         message = "the wrapped test //tests/analysis/testdata:with_args_test sets `args` and `env`, " +
+                  "which a property cannot carry into its double run (the runs would differ from " +
+                  "`bazel test`); move them into the test itself.",
+    ))
+
+    # The same test declared in this package before its property: the macro reads
+    # `args` and `env` from the declaration instead of the aspect; same failure.
+    sh_test(
+        name = "here_with_args_test",
+        srcs = ["here/check.sh"],
+        args = ["--mode=strict"],
+        env = {"MODE": "strict"},
+        tags = ["manual"],
+    )
+    tests.append(_property_case(
+        "wrapped_test_here_with_args_test",
+        weak_property,
+        test_override = ":here_with_args_test",
+        message = "the wrapped test //tests/analysis:here_with_args_test sets `args` and `env`, " +
                   "which a property cannot carry into its double run (the runs would differ from " +
                   "`bazel test`); move them into the test itself.",
     ))

@@ -1,6 +1,7 @@
 """Analysis tests: PropertyInfo and SealedFixturesInfo, and the actions behind them."""
 
 load("@bazel_skylib//lib:unittest.bzl", "analysistest", "asserts")
+load("@rules_python//python:defs.bzl", "py_test")
 load("//rules:defs.bzl", "PropertyInfo", "SealedFixturesInfo", "strong_property", "weak_property")
 
 _FIX = "//tests/analysis/testdata/fix"
@@ -120,6 +121,85 @@ sealed_fixtures_info_test = analysistest.make(
     },
 )
 
+def _how_read_test_impl(ctx):
+    # The facts were gathered while the package loaded; a mismatch fails the test run.
+    script = ctx.actions.declare_file(ctx.label.name + ".sh")
+    if ctx.attr.actual == ctx.attr.expected:
+        content = "#!/bin/sh\nexit 0\n"
+    else:
+        content = "#!/bin/sh\necho 'expected %s' >&2\necho 'got      %s' >&2\nexit 1\n" % (
+            ctx.attr.expected,
+            ctx.attr.actual,
+        )
+    ctx.actions.write(script, content, is_executable = True)
+    return [DefaultInfo(executable = script)]
+
+how_read_test = rule(
+    implementation = _how_read_test_impl,
+    doc = "Checks how each property's macro chose to read its test (declaration or aspect).",
+    attrs = {
+        "actual": attr.string_list(mandatory = True),
+        "expected": attr.string_list(mandatory = True),
+    },
+    test = True,
+)
+
+def _how_read(name):
+    """How the macro of property `name` (declared above) reads its test's srcs."""
+    declared = native.existing_rule(name)
+    if declared.get("predicate_test"):
+        return "%s: aspect" % name
+    return "%s: declaration, %d srcs" % (name, len(declared.get("predicate_srcs", [])))
+
+def _same_package_cases():
+    """Properties of a test in this package: read from its declaration when it comes first."""
+    srcs = ["tests/analysis/here/main.py", "tests/analysis/here/helper.py"]
+    tests = []
+
+    # Before its test: the macro cannot see it yet, so the aspect reads it.
+    strong_property(name = "here_declared_later", test = ":here_test", locality = ["tests/analysis/here"], tags = ["manual"])
+    native.filegroup(name = "here_helpers", srcs = ["here/helper.py"], tags = ["manual"])
+    native.genrule(name = "here_generated", outs = ["here/generated.py"], cmd = "touch $@", tags = ["manual"])
+    py_test(
+        name = "here_test",
+        srcs = ["here/main.py", ":here_helpers", ":here_generated"],
+        main = "here/main.py",
+        tags = ["manual"],
+    )
+    strong_property(name = "here_declared_earlier", test = ":here_test", locality = ["tests/analysis/here"], tags = ["manual"])
+    weak_property(name = "here_by_full_label", test = "//tests/analysis:here_test", locality = ["tests/analysis/here"], tags = ["manual"])
+    strong_property(name = "here_bare_name", test = "here_test", locality = ["tests/analysis/here"], tags = ["manual"])
+
+    names = ["here_declared_later", "here_declared_earlier", "here_by_full_label", "here_bare_name"]
+    how_read_test(
+        name = "here_how_read_test",
+        actual = [_how_read(n) for n in names],
+        expected = [
+            "here_declared_later: aspect",
+            "here_declared_earlier: declaration, 3 srcs",
+            "here_by_full_label: declaration, 3 srcs",
+            "here_bare_name: declaration, 3 srcs",
+        ],
+    )
+    tests.append(":here_how_read_test")
+
+    # Either way, the same predicate sources: a filegroup's files, no generated file.
+    for subject in names:
+        property_info_test(
+            name = subject + "_info_test",
+            target_under_test = ":" + subject,
+            expected_test = ":here_test",
+            expected_id = subject,
+            expected_strength = "weak" if subject == "here_by_full_label" else "strong",
+            expected_locality = ["tests/analysis/here"],
+            expected_fixtures = [],
+            expected_predicate_srcs = srcs,
+            expected_package = "tests/analysis",
+            expected_timeout_seconds = 300,
+        )
+        tests.append(":%s_info_test" % subject)
+    return tests
+
 def provider_test_suite(name):
     """Declares the provider subjects and tests of this file, and a test_suite `name`.
 
@@ -212,5 +292,5 @@ def provider_test_suite(name):
             ":weak_property_info_test",
             ":sealed_fixtures_default_root_test",
             ":sealed_fixtures_explicit_root_test",
-        ],
+        ] + _same_package_cases(),
     )

@@ -1,0 +1,5 @@
+"""A second predicate source, reached through a filegroup."""
+
+
+def check() -> None:
+    pass
