@@ -3,9 +3,12 @@
 For each K, one consumer workspace with two packages:
 
 * the root package: K `sh_test`s `t<i>`, K `strong_property` targets `p<i>` (locality
-  `p<i>`, each wrapping its test) and `//:agent_gate` over all of them;
+  `p<i>`, each declared after the test it wraps, so the macro reads the test's `srcs`
+  from its declaration) and `//:agent_gate` over all of them;
 * `plain/`: K `sh_test`s and a `test_suite` `//plain:all` of them: what the same
   number of tests costs Bazel without the gate;
+* `elsewhere/`: K properties wrapping the tests of `plain/` and a gate over them:
+  a test in another package is read by the property rule's aspect instead;
 * `floor/`: K `sh_test`s, each wrapped by the thinnest Starlark test rule there can
   be (one label attribute, an empty executable): what Bazel charges for one more
   test target per test, before any work of ours. DESIGN.md makes every property a
@@ -13,9 +16,10 @@ For each K, one consumer workspace with two packages:
 
 Measured: `bazel build --nobuild` (loading + analysis, no execution) of the gate with
 changed paths matching every property (K double-run actions are created) and
-with none, and of `//plain:all`. Before each measurement `bazel clean` drops
-Bazel's in-memory graph and outputs (every package is loaded and every target
-analysed again) while the server's JVM stays warm; one untimed round first.
+with none, of the `elsewhere/` gate with none, and of `//plain:all`. Before each
+measurement `bazel clean` drops Bazel's in-memory graph and outputs (every package
+is loaded and every target analysed again) while the server's JVM stays warm; one
+untimed round first.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ _TEST_SH = "#!/bin/sh\nexit 0\n"
 
 
 _PLAIN_BUILD = """load("@rules_shell//shell:sh_test.bzl", "sh_test")
+
+package(default_visibility = ["//visibility:public"])
 
 COUNT = {count}
 
@@ -93,7 +99,30 @@ test_suite(
 )
 """
 
-VARIANTS = ("gate, all matched", "gate, none matched", "floor", "plain tests")
+_ELSEWHERE_BUILD = """load("@agent_gate//rules:defs.bzl", "agent_gate", "strong_property")
+
+COUNT = {count}
+
+[strong_property(
+    name = "p%d" % i,
+    locality = ["p%d" % i],
+    test = "//plain:t%d" % i,
+) for i in range(COUNT)]
+
+agent_gate(
+    name = "agent_gate",
+    ledger = "ledger.txtpb",
+    properties = [":p%d" % i for i in range(COUNT)],
+)
+"""
+
+VARIANTS = (
+    "gate, all matched",
+    "gate, none matched",
+    "gate, tests elsewhere",
+    "floor",
+    "plain tests",
+)
 
 
 def write_workspace(root: Path, count: int) -> None:
@@ -109,6 +138,9 @@ def write_workspace(root: Path, count: int) -> None:
     (plain / "BUILD.bazel").write_text(_PLAIN_BUILD.format(count=count))
     (floor / "thin.bzl").write_text(_THIN_BZL)
     (floor / "BUILD.bazel").write_text(_FLOOR_BUILD.format(count=count))
+    (root / "elsewhere").mkdir(exist_ok=True)
+    (root / "elsewhere" / "BUILD.bazel").write_text(_ELSEWHERE_BUILD.format(count=count))
+    (root / "elsewhere" / "ledger.txtpb").write_text((root / "ledger.txtpb").read_text())
 
 
 def _command(bazel: Bazel, variant: str, count: int) -> list[str]:
@@ -116,6 +148,8 @@ def _command(bazel: Bazel, variant: str, count: int) -> list[str]:
         return ["build", "--nobuild", "//plain:all"]
     if variant == "floor":
         return ["build", "--nobuild", "//floor:all"]
+    if variant == "gate, tests elsewhere":
+        return ["build", "--nobuild", "//elsewhere:agent_gate"]
     paths = ",".join(f"p{i}/x" for i in range(count)) if variant == "gate, all matched" else ""
     return [
         "build",
@@ -134,6 +168,7 @@ def bench(ctx: Context) -> Section:
             *VARIANTS,
             "all / plain (range)",
             "none / plain (range)",
+            "elsewhere / plain (range)",
             "floor / plain (range)",
             "other processes (cores)",
         ]
@@ -167,15 +202,18 @@ def bench(ctx: Context) -> Section:
         series = {variant: Series(tuple(values)) for variant, values in samples.items()}
         plain = series["plain tests"]
         every, none = series["gate, all matched"], series["gate, none matched"]
+        elsewhere = series["gate, tests elsewhere"]
         table.rows.append(
             [
                 f"{count:,}",
                 every.show(),
                 none.show(),
+                elsewhere.show(),
                 series["floor"].show(),
                 plain.show(),
                 ratio_spread(every, plain),
                 ratio_spread(none, plain),
+                ratio_spread(elsewhere, plain),
                 ratio_spread(series["floor"], plain),
                 f"{statistics.median(others):.2f}",
             ]
@@ -190,17 +228,28 @@ def bench(ctx: Context) -> Section:
                 f"analysis, K={count:,}, none matched: gate / plain tests", ratio(none, plain), 1.5
             )
         )
+        section.checks.append(
+            Check(
+                f"analysis, K={count:,}, tests in another package: gate / plain tests",
+                ratio(elsewhere, plain),
+                1.5,
+            )
+        )
     section.tables.append(("`bazel build --nobuild` after `bazel clean`, median (min-max)", table))
     section.commands = [
         "bazel clean && bazel build --nobuild //:agent_gate "
         "--@agent_gate//:changed_paths=p0/x,...,p{K-1}/x    # all matched",
         "bazel clean && bazel build --nobuild //:agent_gate    # none matched",
+        "bazel clean && bazel build --nobuild //elsewhere:agent_gate    # wrapping //plain's tests",
         "bazel clean && bazel build --nobuild //floor:all    # K sh_tests, each in a thin_test",
         "bazel clean && bazel build --nobuild //plain:all    # K plain sh_tests in a test_suite",
     ]
     section.method = [
-        "One workspace per K; the gated package holds K tests + K properties + the gate, "
-        "`plain/` the same K tests alone, `floor/` the K tests each wrapped by `thin_test`, "
+        "One workspace per K; the gated package holds K tests + K properties (each after "
+        "its test, so the macro reads the test's declaration) + the gate, `plain/` the same "
+        "K tests alone, `elsewhere/` K properties of `plain/`'s tests + a gate (the "
+        "property rule's aspect reads each test), `floor/` the K tests each wrapped by "
+        "`thin_test`, "
         "a Starlark test rule with one label attribute that writes an empty executable: the "
         "least one more test target per test costs (a property is a test target, as "
         "DESIGN.md requires). All load the same WORKSPACE (`agent_gate_dependencies()`).",

@@ -35,6 +35,7 @@ FIGURES = (
     "evaluator: 10 properties x 100 paths",
     "analysis, K=2, all matched",
     "analysis, K=2, none matched",
+    "analysis, K=2, tests in another package",
     "second score: agent-gate score / runs_per_test=2 alone",
 )
 
