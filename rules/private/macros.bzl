@@ -94,13 +94,16 @@ def _predicate_attributes(test):
     """How the property learns the wrapped test's `srcs`, `args` and `env`.
 
     From the test's declaration when this package made it before the property, with
-    plain values; otherwise (another package, declared later, `select()`) the rule's
-    aspect reads them at analysis, which costs more. All three attributes are always
+    plain values; otherwise (another package, declared later, an `alias`, `select()`)
+    the rule's aspect reads them at analysis, which costs more. All three attributes are always
     set here, so a BUILD file cannot hand the rule other values.
     """
     aspect_reads_them = {"predicate_srcs": [], "unforwarded_test_attributes": [], "predicate_test": test}
     declared = _declared_here(test)
-    if declared == None:
+
+    # Only a test rule's own `srcs` are its predicate: an `alias` (which the aspect
+    # sees through) or any other kind is left to the aspect.
+    if declared == None or not declared.get("kind", "").endswith("_test"):
         return aspect_reads_them
     srcs = declared.get("srcs") or []
     args = declared.get("args") or []

@@ -22,7 +22,7 @@ def _predicate_sources_aspect_impl(_target, ctx):
 
 # Bazel 4.2.3 charges about 0.1 ms of analysis per aspect application whatever it
 # does, more than the rest of a property; so the macro reads the test's declaration
-# when it can (`predicate_attributes` in macros.bzl) and the aspect is the fallback.
+# when it can (`_predicate_attributes` in macros.bzl) and the aspect is the fallback.
 predicate_sources_aspect = aspect(
     implementation = _predicate_sources_aspect_impl,
     doc = "Collects the `srcs` of the wrapped test, so a diff that edits them goes to review.",

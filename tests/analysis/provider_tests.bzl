@@ -170,15 +170,36 @@ def _same_package_cases():
     weak_property(name = "here_by_full_label", test = "//tests/analysis:here_test", locality = ["tests/analysis/here"], tags = ["manual"])
     strong_property(name = "here_bare_name", test = "here_test", locality = ["tests/analysis/here"], tags = ["manual"])
 
+    # An alias declares no srcs of its own: the aspect sees through it to the test.
+    native.alias(name = "here_alias_test", actual = "//tests/analysis/testdata:predicate_test", tags = ["manual"])
+    strong_property(name = "here_through_alias", test = ":here_alias_test", locality = ["tests/analysis/here"], tags = ["manual"])
+    property_info_test(
+        name = "here_through_alias_info_test",
+        target_under_test = ":here_through_alias",
+        expected_test = "//tests/analysis/testdata:predicate_test",
+        expected_id = "here_through_alias",
+        expected_strength = "strong",
+        expected_locality = ["tests/analysis/here"],
+        expected_fixtures = [],
+        expected_predicate_srcs = [
+            "tests/analysis/testdata/helper.py",
+            "tests/analysis/testdata/predicate_main.py",
+        ],
+        expected_package = "tests/analysis",
+        expected_timeout_seconds = 300,
+    )
+    tests.append(":here_through_alias_info_test")
+
     names = ["here_declared_later", "here_declared_earlier", "here_by_full_label", "here_bare_name"]
     how_read_test(
         name = "here_how_read_test",
-        actual = [_how_read(n) for n in names],
+        actual = [_how_read(n) for n in names + ["here_through_alias"]],
         expected = [
             "here_declared_later: aspect",
             "here_declared_earlier: declaration, 3 srcs",
             "here_by_full_label: declaration, 3 srcs",
             "here_bare_name: declaration, 3 srcs",
+            "here_through_alias: aspect",
         ],
     )
     tests.append(":here_how_read_test")
