@@ -166,7 +166,7 @@ def children_from_tasks() -> list[int] | None:
     for task in os.listdir("/proc/self/task"):
         try:
             found += [int(pid) for pid in _read_all(f"/proc/self/task/{task}/children").split()]
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):
             continue  # the thread ended meanwhile; its children moved to another one
     return found
 
