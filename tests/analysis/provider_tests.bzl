@@ -173,27 +173,16 @@ def _same_package_cases():
     # An alias declares no srcs of its own: the aspect sees through it to the test.
     native.alias(name = "here_alias_test", actual = "//tests/analysis/testdata:predicate_test", tags = ["manual"])
     strong_property(name = "here_through_alias", test = ":here_alias_test", locality = ["tests/analysis/here"], tags = ["manual"])
-    property_info_test(
-        name = "here_through_alias_info_test",
-        target_under_test = ":here_through_alias",
-        expected_test = "//tests/analysis/testdata:predicate_test",
-        expected_id = "here_through_alias",
-        expected_strength = "strong",
-        expected_locality = ["tests/analysis/here"],
-        expected_fixtures = [],
-        expected_predicate_srcs = [
-            "tests/analysis/testdata/helper.py",
-            "tests/analysis/testdata/predicate_main.py",
-        ],
-        expected_package = "tests/analysis",
-        expected_timeout_seconds = 300,
-    )
-    tests.append(":here_through_alias_info_test")
 
-    names = ["here_declared_later", "here_declared_earlier", "here_by_full_label", "here_bare_name"]
     how_read_test(
         name = "here_how_read_test",
-        actual = [_how_read(n) for n in names + ["here_through_alias"]],
+        actual = [_how_read(n) for n in [
+            "here_declared_later",
+            "here_declared_earlier",
+            "here_by_full_label",
+            "here_bare_name",
+            "here_through_alias",
+        ]],
         expected = [
             "here_declared_later: aspect",
             "here_declared_earlier: declaration, 3 srcs",
@@ -204,17 +193,28 @@ def _same_package_cases():
     )
     tests.append(":here_how_read_test")
 
-    # Either way, the same predicate sources: a filegroup's files, no generated file.
-    for subject in names:
+    # Either way, the same predicate sources: a filegroup's files, no generated file;
+    # through the alias, the aliased test's own.
+    aliased_srcs = [
+        "tests/analysis/testdata/helper.py",
+        "tests/analysis/testdata/predicate_main.py",
+    ]
+    for subject, strength, wrapped, expected_srcs in [
+        ("here_declared_later", "strong", ":here_test", srcs),
+        ("here_declared_earlier", "strong", ":here_test", srcs),
+        ("here_by_full_label", "weak", ":here_test", srcs),
+        ("here_bare_name", "strong", ":here_test", srcs),
+        ("here_through_alias", "strong", "//tests/analysis/testdata:predicate_test", aliased_srcs),
+    ]:
         property_info_test(
             name = subject + "_info_test",
             target_under_test = ":" + subject,
-            expected_test = ":here_test",
+            expected_test = wrapped,
             expected_id = subject,
-            expected_strength = "weak" if subject == "here_by_full_label" else "strong",
+            expected_strength = strength,
             expected_locality = ["tests/analysis/here"],
             expected_fixtures = [],
-            expected_predicate_srcs = srcs,
+            expected_predicate_srcs = expected_srcs,
             expected_package = "tests/analysis",
             expected_timeout_seconds = 300,
         )

@@ -424,17 +424,22 @@ def check_report(test: absltest.TestCase, inputs: GateInputs, result) -> None:
         test.assertLen(result.reasons, 1)
 
 
+def _reproducible(examples: int):
+    """Hypothesis settings for a fixed, derandomized run of `examples` inputs."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
 class QuorumPropertyTest(absltest.TestCase):
     def test_only_an_earned_pass_promotes(self):
         seen: collections.Counter[str] = collections.Counter()
 
-        @settings(
-            max_examples=EXAMPLES,
-            deadline=None,
-            derandomize=True,
-            database=None,
-            suppress_health_check=list(HealthCheck),
-        )
+        @_reproducible(EXAMPLES)
         @given(GENOMES)
         def check(genome: bytes) -> None:
             inputs = decode(genome)
@@ -450,13 +455,7 @@ class QuorumPropertyTest(absltest.TestCase):
             self.assertGreater(seen[decision], 200, f"too few {decision} examples: {dict(seen)}")
 
     def test_writers_never_report_an_excluded_row_as_passed(self):
-        @settings(
-            max_examples=WRITER_EXAMPLES,
-            deadline=None,
-            derandomize=True,
-            database=None,
-            suppress_health_check=list(HealthCheck),
-        )
+        @_reproducible(WRITER_EXAMPLES)
         @given(GENOMES)
         def check(genome: bytes) -> None:
             result = evaluate(decode(genome))

@@ -15,7 +15,7 @@ from agent_gate import runner
 def _string(value: str) -> str:
     # Printable ASCII as is, `"` and `\` escaped, every other UTF-8 byte as an octal
     # escape: what the text format reads back as the same string. A lone surrogate
-    # (from an undecodable path in an error message) is kept as its `\udXXX` spelling.
+    # (from an undecodable path in an error message) is kept as its escape, e.g. `\udcff`.
     escaped = []
     for byte in value.encode("utf-8", errors="backslashreplace"):
         if byte in b'"\\':
