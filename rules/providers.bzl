@@ -23,9 +23,11 @@ PropertyInfo = provider(
         "runfiles": "runfiles of the executable.",
         "label": "Label of the property target.",
         "predicate_srcs": "list of repo-relative source paths of the wrapped test.",
+        "test_packages": "list of repo-relative packages whose BUILD files declare the wrapped test (an alias and its target).",
         "package": "Repo-relative package whose BUILD file defines the property.",
         "timeout_seconds": "Per-run timeout of a double run.",
         "workspace_name": "Name of the workspace the wrapped test runs in (TEST_WORKSPACE).",
         "admission_mutants": "list of repo-relative patch files that must make the property fail twice.",
+        "unsandboxed": "depset of `<label> (<why>)`: targets in the wrapped test's closure that would run unsandboxed.",
     },
 )

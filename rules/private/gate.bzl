@@ -135,10 +135,11 @@ def _gate_impl(ctx):
     full_pass = ctx.attr._full_pass
     if ctx.attr.debt_cap < 0:
         fail("%s: debt_cap must be >= 0, got %d." % (ctx.label, ctx.attr.debt_cap))
-    for prefix in ctx.attr.rule_set_paths:
-        problem = prefix_error(prefix)
-        if problem:
-            fail("%s: rule_set_paths entry %r is %s." % (ctx.label, prefix, problem))
+    for attribute in ("rule_set_paths", "unobserved_ok"):
+        for prefix in getattr(ctx.attr, attribute):
+            problem = prefix_error(prefix)
+            if problem:
+                fail("%s: %s entry %r is %s." % (ctx.label, attribute, prefix, problem))
     properties = _catalog(ctx)
     changed_paths = _decode_paths(_flag(ctx, "_changed_paths"))
     run_id = _flag(ctx, "_run_id")
@@ -175,15 +176,22 @@ def _gate_impl(ctx):
             "locality": info.locality,
             "fixture_roots": [tree.root for tree in info.fixtures],
             "predicate_srcs": info.predicate_srcs,
+            "test_packages": info.test_packages,
             "package": info.package,
             "label": str(info.label),
             "admission_mutants": info.admission_mutants,
         })
 
     results = {}
+    unsandboxed = {}
     for target, info in _matched(properties, changed_paths, full_pass):
         result, logs = _double_run(ctx, target, info, run_id, runner)
         results[info.id] = {"result": rlocation(ctx, result), "logs": [rlocation(ctx, log) for log in logs]}
+
+        # Only a matched property's test is built: its closure's opt-outs are the ones that would run.
+        opted_out = info.unsandboxed.to_list()
+        if opted_out:
+            unsandboxed[info.id] = opted_out
         runfiles_files.append(result)
         runfiles_files.extend(logs)
 
@@ -206,6 +214,9 @@ def _gate_impl(ctx):
         "changed_paths": changed_paths,
         "debt_cap": ctx.attr.debt_cap,
         "rule_set_paths": ctx.attr.rule_set_paths,
+        "unobserved_ok": ctx.attr.unobserved_ok,
+        "unsandboxed": unsandboxed,
+        "changed_paths_sha256": _flag(ctx, "_changed_paths_sha256"),
         "commit_counts": commit_counts,
         "override": {
             "by": _flag(ctx, "_override_by"),
@@ -247,6 +258,7 @@ PYTHONPATH="{python_path}" exec "{interpreter}" "{script}" --config "{config}" "
 # main repository there); Bazel >= 7 accepts both.
 _FLAGS = {
     "_changed_paths": attr.label(default = Label("//:changed_paths")),
+    "_changed_paths_sha256": attr.label(default = Label("//:changed_paths_sha256")),
     "_commit_counts": attr.label(default = Label("//:commit_counts")),
     "_override_by": attr.label(default = Label("//:override_by")),
     "_override_ignore": attr.label(default = Label("//:override_ignore")),
@@ -270,6 +282,11 @@ _ATTRS = dict({
     "rule_set_paths": attr.string_list(
         default = ["MODULE.bazel", "WORKSPACE", "WORKSPACE.bazel", ".bazelrc", ".bazelversion"],
         doc = "Repo-relative prefixes that pin or vendor the gate itself; a diff touching one goes to review.",
+    ),
+    "unobserved_ok": attr.string_list(
+        doc = "Repo-relative prefixes a patch may touch with no strong property observing them " +
+              "(e.g. `docs`). Any other touched path outside every strong locality is review: " +
+              "no one votes on it. Weak localities never count.",
     ),
     # The py_binary targets supply the runfiles trees; their entry points are
     # run with the toolchain's interpreter directly (see _entry_point).

@@ -29,12 +29,14 @@ def sealed_fixtures(name, seal = None, srcs = None, root = None, **kwargs):
     )
 
 def _manual(tags):
+    """`manual`: no diff under `bazel test //...`; `external`: a verdict is never served from a cache."""
     tags = list(tags or [])
-    if "manual" not in tags:
-        tags.append("manual")
+    for tag in ("manual", "external"):
+        if tag not in tags:
+            tags.append(tag)
     return tags
 
-def agent_gate(name, properties, ledger, debt_cap = 5, tags = None, **kwargs):
+def agent_gate(name, properties, ledger, debt_cap = 5, unobserved_ok = [], tags = None, **kwargs):
     """The merge-queue gate test. Only `promote` is a green `bazel test`.
 
     Tagged `manual`: a plain `bazel test //...` has no diff and never runs it;
@@ -45,7 +47,9 @@ def agent_gate(name, properties, ledger, debt_cap = 5, tags = None, **kwargs):
       properties: the catalog, `strong_property`/`weak_property` targets.
       ledger: the freeze ledger file (`ledger.txtpb`).
       debt_cap: open freezes (plus spent ones) above this stop the queue.
-      tags: extra tags; `manual` is always added.
+      unobserved_ok: repo-relative prefixes a patch may touch with no strong property
+        observing them (e.g. `docs`); any other unobserved touched path is review.
+      tags: extra tags; `manual` and `external` are always added.
       **kwargs: `rule_set_paths`, `size`, `timeout`, `visibility`, ...
     """
     agent_gate_test(
@@ -53,6 +57,7 @@ def agent_gate(name, properties, ledger, debt_cap = 5, tags = None, **kwargs):
         properties = properties,
         ledger = ledger,
         debt_cap = debt_cap,
+        unobserved_ok = unobserved_ok,
         tags = _manual(tags),
         **kwargs
     )
@@ -66,7 +71,7 @@ def full_strong_pass(name, properties, ledger, tags = None, **kwargs):
       name: target name.
       properties: the catalog (weak properties are ignored).
       ledger: the freeze ledger file.
-      tags: extra tags; `manual` is always added.
+      tags: extra tags; `manual` and `external` are always added.
       **kwargs: common test attributes.
     """
     full_strong_pass_test(

@@ -7,8 +7,68 @@ PredicateSourcesInfo = provider(
     doc = "What a property needs to know of the test it wraps.",
     fields = {
         "paths": "list of repo-relative `srcs`: the predicate a property runs.",
+        "package": "repo-relative package of the BUILD file declaring the test (through an alias).",
         "unforwarded": "attributes set on the test that a property cannot carry into its runs.",
     },
+)
+
+UnsandboxedTargetsInfo = provider(
+    doc = "Targets in a test's closure whose actions would opt out of the sandbox or its network block.",
+    fields = {"targets": "depset of `<label> (<why>)` strings."},
+)
+
+# Execution requirements (set through `tags`) that take an action out of the
+# linux-sandbox, give it the network, or hand it to a persistent worker.
+_OPT_OUT_TAGS = [
+    "local",
+    "no-sandbox",
+    "no-remote",
+    "no-remote-exec",
+    "requires-network",
+    "supports-workers",
+    "supports-multiplex-workers",
+]
+
+def _opt_outs(rule_attr):
+    """Why a target's own attributes would run its actions unsandboxed (empty: they would not)."""
+    why = []
+    for tag in getattr(rule_attr, "tags", []) or []:
+        if tag in _OPT_OUT_TAGS or tag.startswith("requires-"):
+            why.append("tags = [\"%s\"]" % tag)
+    if getattr(rule_attr, "local", False) == True:
+        why.append("local = True")
+    exec_properties = getattr(rule_attr, "exec_properties", {}) or {}
+    for key in exec_properties:
+        if key in _OPT_OUT_TAGS or key.startswith("requires-"):
+            why.append("exec_properties[\"%s\"]" % key)
+    return why
+
+def _dependencies(rule_attr):
+    """Every Target among a rule's attribute values (the aspect's walk down the graph)."""
+    found = []
+    for name in dir(rule_attr):
+        value = getattr(rule_attr, name)
+        values = value if type(value) == "list" else [value]
+        for item in values:
+            if type(item) == "Target" and UnsandboxedTargetsInfo in item:
+                found.append(item[UnsandboxedTargetsInfo].targets)
+    return found
+
+def _unsandboxed_aspect_impl(target, ctx):
+    own = []
+
+    # The main repository is what a patch can edit; external repositories are pinned.
+    if not target.label.workspace_root:
+        why = _opt_outs(ctx.rule.attr)
+        if why:
+            own.append("%s (%s)" % (target.label, ", ".join(why)))
+    return [UnsandboxedTargetsInfo(targets = depset(own, transitive = _dependencies(ctx.rule.attr)))]
+
+unsandboxed_targets_aspect = aspect(
+    implementation = _unsandboxed_aspect_impl,
+    attr_aspects = ["*"],
+    doc = "Collects the targets of a wrapped test's closure that would run unsandboxed, so the " +
+          "gate can refuse (review) what it cannot force into the sandbox.",
 )
 
 def _predicate_sources_aspect_impl(_target, ctx):
@@ -18,7 +78,7 @@ def _predicate_sources_aspect_impl(_target, ctx):
             if src.is_source:
                 paths.append(repo_relative(src))
     unforwarded = [name for name in ("args", "env") if getattr(ctx.rule.attr, name, None)]
-    return [PredicateSourcesInfo(paths = paths, unforwarded = unforwarded)]
+    return [PredicateSourcesInfo(paths = paths, package = _target.label.package, unforwarded = unforwarded)]
 
 # Bazel 4.2.3 charges about 0.1 ms of analysis per aspect application whatever it
 # does, more than the rest of a property; so the macro reads the test's declaration
@@ -29,15 +89,18 @@ predicate_sources_aspect = aspect(
 )
 
 def _predicate(ctx):
-    """The wrapped test's repo-relative source `srcs` and its unforwardable attributes."""
+    """The wrapped test's repo-relative `srcs`, the packages declaring it, its unforwardable attributes."""
+    packages = [ctx.attr.test.label.package]
     if ctx.attr.predicate_test:
         if ctx.attr.predicate_test.label != ctx.attr.test.label:
             fail("%s: predicate_test %s must be the wrapped test %s (set only by the macro)." %
                  (ctx.label, ctx.attr.predicate_test.label, ctx.attr.test.label))
         info = ctx.attr.predicate_test[PredicateSourcesInfo]
-        return info.paths, info.unforwarded
+        if info.package not in packages:
+            packages.append(info.package)
+        return info.paths, packages, info.unforwarded
     paths = [repo_relative(src) for src in ctx.files.predicate_srcs if src.is_source]
-    return paths, ctx.attr.unforwarded_test_attributes
+    return paths, packages, ctx.attr.unforwarded_test_attributes
 
 def _validate(ctx, strength):
     if not ctx.attr.locality:
@@ -58,7 +121,7 @@ def _validate(ctx, strength):
 
 def _property_impl(ctx, strength, admission_mutants = []):
     property_id = _validate(ctx, strength)
-    predicate_srcs, unforwarded = _predicate(ctx)
+    predicate_srcs, test_packages, unforwarded = _predicate(ctx)
     if unforwarded:
         fail(("%s: the wrapped test %s sets `%s`, which a property cannot carry into its double " +
               "run (the runs would differ from `bazel test`); move them into the test itself.") %
@@ -85,10 +148,12 @@ def _property_impl(ctx, strength, admission_mutants = []):
             runfiles = runfiles,
             label = ctx.label,
             predicate_srcs = predicate_srcs,
+            test_packages = test_packages,
             package = ctx.label.package,
             timeout_seconds = ctx.attr.timeout_seconds,
             workspace_name = ctx.workspace_name,
             admission_mutants = [repo_relative(f) for f in admission_mutants],
+            unsandboxed = ctx.attr.test[UnsandboxedTargetsInfo].targets,
         ),
     ]
 
@@ -103,6 +168,7 @@ _ATTRS = {
         mandatory = True,
         executable = True,
         cfg = "target",
+        aspects = [unsandboxed_targets_aspect],
         doc = "The test target that is the predicate (`py_test`, `sh_test`, `go_test`, ...).",
     ),
     # The wrapped test's `srcs`, `args` and `env`, which the macro reads from its

@@ -74,6 +74,20 @@ property_info_test = analysistest.make(
     },
 )
 
+def _unsandboxed_closure_test_impl(ctx):
+    env = analysistest.begin(ctx)
+    info = analysistest.target_under_test(env)[PropertyInfo]
+    data = "//tests/analysis/testdata"
+    expected = [
+        "%s (local = True)" % Label(data + ":local_gen"),
+        "%s (tags = [\"no-sandbox\"], tags = [\"requires-network\"])" % Label(data + ":no_sandbox_gen"),
+    ]
+    asserts.equals(env, sorted(expected), sorted(info.unsandboxed.to_list()), "unsandboxed targets")
+    asserts.equals(env, ["tests/analysis/testdata"], info.test_packages, "test_packages")
+    return analysistest.end(env)
+
+unsandboxed_closure_test = analysistest.make(_unsandboxed_closure_test_impl)
+
 def _sealed_fixtures_info_test_impl(ctx):
     env = analysistest.begin(ctx)
     target = analysistest.target_under_test(env)
@@ -306,9 +320,21 @@ def provider_test_suite(name):
         expected_seal = "tests/analysis/testdata/trees/rooted.seal",
     )
 
+    strong_property(
+        name = "unsandboxed_closure_property",
+        test = "//tests/analysis/testdata:unsandboxed_closure_test",
+        locality = ["tests/analysis/testdata"],
+        tags = ["manual"],
+    )
+    unsandboxed_closure_test(
+        name = "unsandboxed_closure_property_test",
+        target_under_test = ":unsandboxed_closure_property",
+    )
+
     native.test_suite(
         name = name,
         tests = [
+            ":unsandboxed_closure_property_test",
             ":strong_property_info_test",
             ":weak_property_info_test",
             ":sealed_fixtures_default_root_test",

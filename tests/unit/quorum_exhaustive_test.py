@@ -74,8 +74,9 @@ def oracle(case: Case) -> set[str]:
         "stop_queue": case.debt == "over",
         # "any / mismatch / any": a drifted tree the diff did not touch.
         "fixture_fault": case.drift,
-        # The overlap with strong localities is empty: hand it to a reviewer.
-        "review": not matched_strong,
+        # The overlap with strong localities is empty, or a touched path lies only in a
+        # weak locality (each kind's path is in its own locality alone): no one votes on it.
+        "review": not matched_strong or any(k.strength == "weak" for k in matched),
         "reject": (
             any(k.strength == "strong" and k.outcome == "fail" for k in live)
             or (bool(matched_strong) and all(k.frozen for k in matched_strong))
@@ -160,6 +161,12 @@ class ExhaustiveTest(absltest.TestCase):
             self.assertEqual(report.rule, report.reasons[0], context)
             self.assertEmpty(report.errors, context)
             self.assertEmpty(report.guarded_paths, context)
+            weak_paths = [
+                f"mod{i}/code.py"
+                for i, kind in enumerate(case.kinds)
+                if kind.matched and kind.strength == "weak"
+            ]
+            self.assertEqual(list(report.unobserved_paths), weak_paths, context)
             self.check_rows(case, report)
             self.check_invariants(report)
             seen.add(report.decision)

@@ -12,8 +12,11 @@ from DESIGN §1 and §5, sharing no code with quorum.py beyond its input types:
   is not frozen passed twice (two zero exits, no timeout); at least one voted;
   no matched weak property that is not frozen failed or split; debt <= cap; no
   guard fired (fixtures, seals, ledger, rule set, BUILD files of the gate's and
-  the properties' packages, matched predicate sources and what sits beside
-  them outside every locality, `.bzl` files); no fixture tree drifted;
+  the properties' and their tests' packages, every row's predicate sources and
+  what sits beside them outside every locality, `.bzl` files, import hooks);
+  every touched path lies in a strong locality or under `unobserved_ok`; no
+  matched test's closure runs unsandboxed; the paths the gate saw are the ones
+  sent; no fixture tree drifted;
 * and the converse: when the oracle finds nothing that blocks, it is a promote;
 * a row votes `yes` only when matched, not frozen and classified `pass`; a
   matched frozen row is `excluded`, never `yes`, and its note says "not a pass";
@@ -33,6 +36,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from agent_gate import report
+from agent_gate.pathdigest import changed_paths_digest
 from agent_gate.quorum import (
     FixtureSeal,
     GateInputs,
@@ -54,7 +58,18 @@ DIRS = ("a", "a/b", "b", "c", "c/d", "e")
 FIXTURE_ROOTS = ("fx/one", "fx/two", "a/fx")
 PACKAGES = ("", "a", "t", "pk")
 OTHER_DIRS = ("t", "pk", "gate", "rules", "tools", "docs", "seals", "fx")
-FILE_NAMES = ("x.py", "BUILD", "BUILD.bazel", "ledger.txtpb", "p0.py", "one.seal", "defs.bzl")
+FILE_NAMES = (
+    "x.py",
+    "BUILD",
+    "BUILD.bazel",
+    "ledger.txtpb",
+    "p0.py",
+    "one.seal",
+    "defs.bzl",
+    "conftest.py",
+    "x.pth",
+)
+UNOBSERVED_OK = ("docs", "a/b", "t", "e", "c", "b")
 BAD_PREFIXES = ("/abs", "a/../b", "", "a//b", ".", "a\\b")
 BAD_PATHS = ("/etc/passwd", "a/../../x", "", "a/\nb", "..")
 RULE_SET = ("rules", "WORKSPACE", "tools", ".bazelrc")
@@ -148,6 +163,7 @@ def _spec(g: Genome, index: int) -> PropertySpec:
         predicate_srcs=srcs,
         package=g.pick(PACKAGES),
         label=f"//:{pid}",
+        test_packages=g.subset((*PACKAGES, "t/u"), 2),
     )
 
 
@@ -195,7 +211,9 @@ def decode(data: bytes) -> GateInputs:
         *(src for spec in catalog for src in spec.predicate_srcs),
         *rule_set,
     )
-    observed = tuple(p.removesuffix("/") for s in catalog for p in s.locality if p) or DIRS
+    # Mostly strong localities: a path only a weak one observes has no voter (review).
+    strong = [spec for spec in catalog if spec.strength == "strong"] or catalog
+    observed = tuple(p.removesuffix("/") for s in strong for p in s.locality if p) or DIRS
     changed = tuple(
         _changed_path(g, specials, observed)
         for _ in range(0 if g.rare(50) else g.pick((1, 1, 2, 2, 3, 4, 6)))
@@ -219,6 +237,10 @@ def decode(data: bytes) -> GateInputs:
             )
         )
     counts = {commit: g.byte() % 7 for commit in g.subset(COMMITS, 3)}
+    unsandboxed = {pid: ("//a:gen (local = True)",) for pid in ids if g.rare(80)}
+    sent_digest = ""
+    if g.rare(4):
+        sent_digest = "0" * 64 if g.rare(10) else changed_paths_digest(changed)
     override = None
     if g.rare(20):
         override = Override(
@@ -238,6 +260,9 @@ def decode(data: bytes) -> GateInputs:
         errors=("a loader error",) if g.rare(100) else (),
         override=override,
         run_id="prop",
+        unobserved_ok=g.subset(UNOBSERVED_OK, 4),
+        unsandboxed=unsandboxed,
+        changed_paths_sha256=sent_digest,
     )
 
 
@@ -326,31 +351,49 @@ def blockers(inputs: GateInputs) -> list[str]:
         elif seal.expected != seal.actual:
             found.append(f"{seal.root} drifted")
     guards += [inputs.ledger_path, *inputs.rule_set_paths]
+    # Every row's predicate is guarded, matched or not.
     for spec in inputs.catalog:
-        if spec.id not in matched:
-            continue
         for src in spec.predicate_srcs:
             if _normal_path(src) is None:
                 found.append(f"{spec.id}: bad predicate source")
             else:
                 guards.append(_normal_path(src))
+    for spec in inputs.catalog:
+        if spec.id not in matched:
+            continue
+        if spec.id in inputs.unsandboxed:
+            found.append(f"{spec.id}: its test's closure would run unsandboxed")
         for root in spec.fixture_roots:
             if not any(_covers(seal.root, root) for seal in inputs.fixtures):
                 found.append(f"{spec.id}: reads the unsealed tree {root}")
         if spec.id not in inputs.outcomes:
             found.append(f"{spec.id}: no run outcome")
+    if inputs.changed_paths_sha256 not in ("", changed_paths_digest(inputs.changed_paths)):
+        found.append("the paths the gate saw are not the ones sent")
     packages = {spec.package for spec in inputs.catalog} | {inputs.gate_package}
-    # Beside a matched predicate: the tree of its srcs' directories (only the files of
-    # the root directory itself), minus what any property's locality observes.
+    packages |= {package for spec in inputs.catalog for package in spec.test_packages}
+    # Beside a predicate: the tree of its srcs' directories (only the files of the root
+    # directory itself), minus what any property's locality observes.
     beside = {
         _normal_path(src).rpartition("/")[0]
         for spec in inputs.catalog
-        if spec.id in matched
         for src in spec.predicate_srcs
         if _normal_path(src) is not None
     }
     observed = [p for spec in inputs.catalog for p in spec.locality if _is_valid_prefix(p)]
+    # Who may vote on a path: a strong locality; a weak one never fills the gap.
+    voters = [
+        p
+        for spec in inputs.catalog
+        if spec.strength == "strong"
+        for p in spec.locality
+        if _is_valid_prefix(p)
+    ]
     for path in paths:
+        if not any(_covers(prefix, path) for prefix in (*voters, *inputs.unobserved_ok)):
+            found.append(f"{path} has no voter")
+        if path.rpartition("/")[2] in ("conftest.py",) or path.endswith(".pth"):
+            found.append(f"import hook {path}")
         if any(_is_valid_prefix(guard) and _covers(guard, path) for guard in guards):
             found.append(f"guarded path {path}")
         directory, _, name = path.rpartition("/")
@@ -363,7 +406,7 @@ def blockers(inputs: GateInputs) -> list[str]:
             for folder in beside
         )
         if near and not any(_covers(prefix, path) for prefix in observed):
-            found.append(f"{path} beside a matched predicate")
+            found.append(f"{path} beside a predicate")
 
     strong = [s for s in inputs.catalog if s.id in matched and s.strength == "strong"]
     if not strong:

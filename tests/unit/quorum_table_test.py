@@ -7,6 +7,7 @@ from dataclasses import replace
 from absl.testing import absltest
 from google.protobuf import json_format
 
+from agent_gate.pathdigest import changed_paths_digest
 from agent_gate.quorum import (
     PRECEDENCE,
     FixtureSeal,
@@ -269,7 +270,9 @@ class ReviewGuardTest(absltest.TestCase):
         report = gate(["store/counters/inc.py", "ci/BUILD"], gate_package="ci")
         self.assert_guarded(report, "ci/BUILD", "agent_gate target")
         # Only the BUILD file directly in the package is the gate's configuration.
-        report = gate(["store/counters/inc.py", "ci/sub/BUILD"], gate_package="ci")
+        report = gate(
+            ["store/counters/inc.py", "ci/sub/BUILD"], gate_package="ci", unobserved_ok=("ci",)
+        )
         self.assertEqual(report.decision, "promote")
 
     def test_property_build_file(self):
@@ -282,18 +285,48 @@ class ReviewGuardTest(absltest.TestCase):
     def test_matched_predicate_src(self):
         report = gate(["store/counters/inc.py", "store/tests/monotonic_test.py"])
         self.assert_guarded(
-            report, "store/tests/monotonic_test.py", f"predicate source of matched {COUNTER}"
+            report, "store/tests/monotonic_test.py", f"predicate source of {COUNTER}"
         )
-        # An unmatched property's sources are ordinary files for this patch.
+
+    def test_unmatched_predicate_src(self):
+        # Gutting an unmatched predicate now would let the next patch break what it observed.
         report = gate(["store/counters/inc.py", "api/tests/keys_test.py"])
-        self.assertEqual(report.decision, "promote")
+        self.assert_guarded(report, "api/tests/keys_test.py", f"predicate source of {KEYS}")
+        self.assertFalse(row(report, KEYS).matched)
+
+    def test_test_build_file(self):
+        catalog = (replace(CATALOG[2], test_packages=("store/tests",)),)
+        for path in ("store/tests/BUILD.bazel", "store/tests/BUILD"):
+            with self.subTest(path=path):
+                report = gate(["store/counters/inc.py", path], catalog=catalog)
+                self.assert_guarded(report, path, f"declaring the test of {COUNTER}")
+        # A BUILD file of another package declares no test of the catalog.
+        report = gate(
+            ["store/counters/inc.py", "lib/BUILD"], catalog=catalog, unobserved_ok=("lib",)
+        )
+        self.assertEqual(report.decision, "promote", list(report.reasons))
+
+    def test_import_hooks_anywhere(self):
+        for path in (
+            "store/counters/sitecustomize.py",
+            "usercustomize.py",
+            "store/counters/conftest.py",
+            "store/counters/zzz.pth",
+            "store/counters/pytest.ini",
+            "store/counters/META-INF/services/org.example.Plugin",
+        ):
+            with self.subTest(path=path):
+                report = gate(["store/counters/inc.py", path], unobserved_ok=("usercustomize.py",))
+                self.assert_guarded(report, path, "import hook")
+        report = gate(["store/counters/inc.py", "store/counters/conftest_data.py"])
+        self.assertEqual(report.decision, "promote", list(report.reasons))
 
     def test_rule_set_path(self):
         for path in ("rules/private/impl.bzl", "tools/agent_gate/quorum.py", "MODULE.bazel"):
             with self.subTest(path=path):
                 report = gate(["store/counters/inc.py", path])
                 self.assert_guarded(report, path, "rule set")
-        report = gate(["store/counters/inc.py", "rules_extra/x.py"])
+        report = gate(["store/counters/inc.py", "rules_extra/x.py"], unobserved_ok=("rules_extra",))
         self.assertEqual(report.decision, "promote")
 
     def test_one_entry_per_path_with_every_reason(self):
@@ -539,6 +572,75 @@ class DebtTest(absltest.TestCase):
 DESIGN_ORDER = ("stop_queue", "fixture_fault", "review", "reject", "hold", "promote")
 
 
+class VoterTest(absltest.TestCase):
+    """Every touched path needs a strong voter; unsandboxed closures and lost paths are review."""
+
+    def test_a_path_outside_every_strong_locality_is_review(self):
+        report = gate(["store/counters/inc.py", ".github/workflows/ci.yml"])
+        self.assertEqual(report.decision, "review")
+        self.assertEqual(list(report.unobserved_paths), [".github/workflows/ci.yml"])
+        self.assertIn(".github/workflows/ci.yml", report.rule)
+        self.assertIn("no one votes", report.rule)
+        # The strong property that did match still voted yes: the path alone blocks it.
+        self.assertEqual(row(report, COUNTER).vote, "yes")
+
+    def test_a_weak_locality_never_fills_the_gap(self):
+        catalog = (*CATALOG, PropertySpec("docs.links", "weak", ("docs",)))
+        report = gate(["store/counters/inc.py", "docs/x.md"], catalog=catalog)
+        self.assertEqual(report.decision, "review")
+        self.assertEqual(list(report.unobserved_paths), ["docs/x.md"])
+        self.assertEqual(row(report, "docs.links").vote, "yes")
+
+    def test_unobserved_ok_needs_no_vote(self):
+        report = gate(["store/counters/inc.py", "docs/x.md"], unobserved_ok=("docs/",))
+        self.assertEqual(report.decision, "promote", list(report.reasons))
+        self.assertEmpty(report.unobserved_paths)
+        # Per path component: docs_v2 is not under docs.
+        report = gate(["store/counters/inc.py", "docs_v2/x.md"], unobserved_ok=("docs",))
+        self.assertEqual(list(report.unobserved_paths), ["docs_v2/x.md"])
+
+    def test_a_patch_only_under_unobserved_ok_is_still_review(self):
+        report = gate(["docs/x.md"], unobserved_ok=("docs",))
+        self.assertEqual(report.decision, "review")
+        self.assertEmpty(report.unobserved_paths)
+        self.assertIn("no strong property's locality overlaps", report.rule)
+
+    def test_a_bad_unobserved_ok_prefix_is_an_error(self):
+        report = gate(["store/counters/inc.py"], unobserved_ok=("../x",))
+        self.assertEqual(report.decision, "review")
+        self.assertIn("unobserved_ok", report.errors[0])
+
+    def test_an_unsandboxed_closure_of_a_matched_property_is_review(self):
+        opted = {
+            COUNTER: ("//store:gen (local = True)",),
+            SECRET: ('//api:gen (tags = ["local"])',),
+        }
+        report = gate(["store/counters/inc.py"], unsandboxed=opted)
+        self.assertEqual(report.decision, "review")
+        self.assertEqual(
+            list(report.unsandboxed_targets),
+            [f"//store:gen (local = True) (in the closure of {COUNTER})"],
+        )
+        self.assertIn("//store:gen", report.rule)
+        self.assertEqual(row(report, COUNTER).vote, "yes")
+
+    def test_the_paths_seen_must_be_the_paths_sent(self):
+        paths = ["store/counters/inc.py", "store/counters/a b.py"]
+        sent = changed_paths_digest(paths)
+        report = gate(paths, changed_paths_sha256=sent)
+        self.assertEqual(report.decision, "promote", list(report.reasons))
+        self.assertEqual(report.changed_paths_sha256, sent)
+        # One byte lost on the way, or another order, is a configuration error.
+        for seen in (["store/counters/inc.py", "store/counters/a"], list(reversed(paths))):
+            with self.subTest(seen=seen):
+                report = gate(seen, changed_paths_sha256=sent)
+                self.assertEqual(report.decision, "review")
+                self.assertIn("not the ones the CLI sent", report.errors[0])
+        # Without a digest (a plain `bazel test`) nothing is compared; the report still has it.
+        report = gate(paths)
+        self.assertEqual(report.changed_paths_sha256, sent)
+
+
 class PrecedenceTest(absltest.TestCase):
     def test_exported_order_is_the_design_order(self):
         self.assertEqual(PRECEDENCE, DESIGN_ORDER)
@@ -570,6 +672,8 @@ class PrecedenceTest(absltest.TestCase):
                 commit_counts={"c0": 1},
                 debt_cap=0 if "stop_queue" in fire else 1,
                 ledger_path="ledger.txtpb",
+                # The ledger's guard alone is the review: it needs no voter of its own.
+                unobserved_ok=("ledger.txtpb",),
             )
         )
 

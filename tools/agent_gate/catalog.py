@@ -48,6 +48,7 @@ class Catalog:
     debt_cap: int
     rule_set_paths: tuple[str, ...]
     admission_mutants: Mapping[str, tuple[str, ...]]  # property id -> repo-relative patches
+    unobserved_ok: tuple[str, ...] = ()
 
     @property
     def ids(self) -> list[str]:
@@ -104,6 +105,7 @@ def parse_config(data: Any) -> Catalog:
                 predicate_srcs=_strings(row["predicate_srcs"], f"{where}.predicate_srcs"),
                 package=_string(row["package"], f"{where}.package"),
                 label=_string(row["label"], f"{where}.label"),
+                test_packages=_strings(row.get("test_packages", []), f"{where}.test_packages"),
             )
             properties.append(spec)
             declared = _strings(row.get("admission_mutants", []), f"{where}.admission_mutants")
@@ -129,6 +131,7 @@ def parse_config(data: Any) -> Catalog:
             debt_cap=debt_cap,
             rule_set_paths=_strings(data["rule_set_paths"], "rule_set_paths"),
             admission_mutants=mutants,
+            unobserved_ok=_strings(data.get("unobserved_ok", []), "unobserved_ok"),
         )
     except (KeyError, TypeError) as error:
         raise ValueError(f"the gate config lacks {error}") from None

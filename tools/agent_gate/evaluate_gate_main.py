@@ -14,7 +14,7 @@ from pathlib import Path
 
 from runfiles import runfiles
 
-from agent_gate import full_pass, gate, quorum, report
+from agent_gate import full_pass, gate, promote_check, quorum, report
 from proto import agent_gate_pb2
 
 _LOG_TAIL_LINES = 15
@@ -73,6 +73,13 @@ def main(argv: list[str]) -> int:
     loaded = gate.load_file(config, resolve)
     evaluate = full_pass.evaluate if loaded.mode == "full_strong_pass" else quorum.evaluate
     result = evaluate(loaded.inputs)
+    contradictions = promote_check.promote_problems(result)
+    if contradictions:
+        # Never expected: the evaluator's own promote contradicts its rows. Fail closed.
+        result.errors.extend(f"the promote contradicts its report: {c}" for c in contradictions)
+        result.decision = "review"
+        result.rule = "review: the gate's promote contradicted its own report; a human must look"
+        result.reasons.insert(0, result.rule)
 
     print("\n".join(report.summary_lines(result)), flush=True)
     tails = _log_tails(loaded, result)

@@ -26,6 +26,7 @@ def _row(
         )
         return row
     row.matched, row.matched_by = True, "(full strong pass)"
+    row.seal_status = _seal_status(spec, inputs)
     outcome = inputs.outcomes.get(spec.id)
     if outcome is None:
         row.classification, row.vote, row.note = "error", "no", "no run result"
@@ -37,6 +38,21 @@ def _row(
     else:
         row.vote = "yes" if row.classification == "pass" else "no"
     return row
+
+
+def _seal_status(spec: quorum.PropertySpec, inputs: quorum.GateInputs) -> str:
+    """The worst seal status over the property's trees: an unsealed tree is unknown."""
+    if not spec.fixture_roots:
+        return "none"
+    seals = {tree.root: tree for tree in inputs.fixtures}
+    states = set()
+    for root in spec.fixture_roots:
+        tree = seals.get(root)
+        if tree is None or tree.expected is None or tree.actual is None:
+            states.add("unknown")
+        else:
+            states.add("match" if tree.expected == tree.actual else "mismatch")
+    return "unknown" if "unknown" in states else ("mismatch" if "mismatch" in states else "match")
 
 
 def evaluate(inputs: quorum.GateInputs) -> agent_gate_pb2.GateReport:

@@ -93,6 +93,7 @@ def load(config: dict[str, Any], resolve: Resolve) -> LoadedGate:
             predicate_srcs=tuple(row["predicate_srcs"]),
             package=row["package"],
             label=row["label"],
+            test_packages=tuple(row.get("test_packages", ())),
         )
         for row in config["catalog"]
     )
@@ -132,6 +133,15 @@ def load(config: dict[str, Any], resolve: Resolve) -> LoadedGate:
         override = quorum.Override(
             by=override_config["by"], ignored_ids=tuple(override_config["ignored_ids"])
         )
+    run_id = config["run_id"]
+    if not run_id:
+        # Bazel re-runs no action whose inputs did not change: without a fresh run id the
+        # double runs would be an earlier invocation's, a verdict served from a cache.
+        errors.append(
+            "no run id: pass a fresh one on every invocation, e.g. "
+            "--@agent_gate//:run_id=$(date +%s%N), so both runs of every matched property "
+            "really run (agent-gate score does it for you)"
+        )
     inputs = quorum.GateInputs(
         catalog=catalog,
         changed_paths=tuple(config["changed_paths"]),
@@ -145,7 +155,10 @@ def load(config: dict[str, Any], resolve: Resolve) -> LoadedGate:
         rule_set_paths=tuple(config["rule_set_paths"]),
         errors=tuple(errors),
         override=override,
-        run_id=config["run_id"],
+        run_id=run_id,
+        unobserved_ok=tuple(config.get("unobserved_ok", ())),
+        unsandboxed={key: tuple(value) for key, value in config.get("unsandboxed", {}).items()},
+        changed_paths_sha256=config.get("changed_paths_sha256", ""),
     )
     return LoadedGate(mode=config["mode"], label=config["gate_label"], inputs=inputs, logs=logs)
 

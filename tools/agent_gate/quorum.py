@@ -21,6 +21,7 @@ from agent_gate.locality import (
 # Also quorum.RunOutcome and quorum.classify: they live apart so the runner, which
 # classifies its two runs in every PropertyDoubleRun action, need not import this module.
 from agent_gate.outcome import RunOutcome, classify
+from agent_gate.pathdigest import changed_paths_digest
 from proto import agent_gate_pb2
 
 PRECEDENCE: tuple[str, ...] = (
@@ -34,6 +35,12 @@ PRECEDENCE: tuple[str, ...] = (
 STRENGTHS = ("strong", "weak")
 LEDGER_STATES = ("open", "retired")
 BUILD_FILE_NAMES = ("BUILD", "BUILD.bazel")
+# Files an interpreter or test runner executes before the predicate's first line
+# (Python's site hooks, pytest's plugins, Java's service loader): product code placed
+# there runs inside the judge, so adding or editing one anywhere is review.
+IMPORT_HOOK_NAMES = ("sitecustomize.py", "usercustomize.py", "conftest.py", "pytest.ini")
+IMPORT_HOOK_SUFFIXES = (".pth",)
+IMPORT_HOOK_DIRECTORIES = ("META-INF/services",)
 MAX_REPORTED_PATHS = 1000
 # How many names a reason sentence spells out before summarizing the rest.
 _NAMES_SHOWN = 5
@@ -50,6 +57,8 @@ class PropertySpec:
     predicate_srcs: tuple[str, ...] = ()  # repo-relative srcs of the wrapped test
     package: str = ""  # repo-relative package of the BUILD file defining it ("" = root)
     label: str = ""
+    # Repo-relative packages whose BUILD files declare the wrapped test (an alias, its target).
+    test_packages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,12 @@ class GateInputs:
     errors: tuple[str, ...] = ()  # configuration errors found while loading inputs
     override: Override | None = None
     run_id: str = ""
+    # Prefixes a patch may touch with no strong property observing them (`unobserved_ok`).
+    unobserved_ok: tuple[str, ...] = ()
+    # Matched property id -> targets of its test's closure that would run unsandboxed.
+    unsandboxed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The digest of the path list the CLI sent (pathdigest); "" when no CLI sent one.
+    changed_paths_sha256: str = ""
 
 
 def _exits(outcome: RunOutcome) -> str:
@@ -343,21 +358,23 @@ def _scan_diff(
             guards.add(ledger, "the ledger")
     for prefix in _prefixes_or_errors(inputs.rule_set_paths, "rule set path", errors):
         guards.add(prefix, f"the rule set ({prefix})")
-    srcs = _by_key(
-        (src, spec.id)
-        for spec in inputs.catalog
-        if spec.id in matched
-        for src in spec.predicate_srcs
-    )
-    beside: dict[str, list[str]] = {}  # directory of a matched predicate source -> owners
+    # Every row's predicate, matched or not: a patch that guts an unmatched predicate
+    # would let the next patch break what it observed.
+    srcs = _by_key((src, spec.id) for spec in inputs.catalog for src in spec.predicate_srcs)
+    beside: dict[str, list[str]] = {}  # directory of a predicate source -> owners
     for src, owners in srcs.items():
         normal = _normal_or_error(src, f"predicate source of {_names(owners)}", errors)
         if normal is not None:
-            guards.add(normal, f"predicate source of matched {_names(owners)}")
+            guards.add(normal, f"predicate source of {_names(owners)}")
             for owner in owners:
                 beside.setdefault(normal.rpartition("/")[0], []).append(owner)
     observed = {prefix for _, prefixes in catalog.entries for prefix in prefixes}
     packages = _by_key((spec.package.removesuffix("/"), spec.id) for spec in inputs.catalog)
+    test_packages = _by_key(
+        (package.removesuffix("/"), spec.id)
+        for spec in inputs.catalog
+        for package in spec.test_packages
+    )
     gate_package = inputs.gate_package.removesuffix("/")
 
     guarded: list[str] = []
@@ -372,12 +389,16 @@ def _scan_diff(
                 whys.append("BUILD file declaring the agent_gate target")
             if directory in packages:
                 whys.append(f"BUILD file defining property {_names(packages[directory])}")
+            if directory in test_packages:
+                whys.append(f"BUILD file declaring the test of {_names(test_packages[directory])}")
         if name.endswith(".bzl"):
             whys.append("Starlark: it can redefine properties, their predicates or the gate")
+        if _is_import_hook(path, name):
+            whys.append("an import hook: it runs inside the judge before the predicate does")
         owners = _beside_predicate(path, directory, beside, observed)
         if owners:
             whys.append(
-                f"beside the predicate of matched {_names(owners)} (its helpers, data or "
+                f"beside the predicate of {_names(owners)} (its helpers, data or "
                 "BUILD file), observed by no property"
             )
         if whys:
@@ -414,6 +435,32 @@ def _scan_diff(
             )
         )
     return guarded, fixtures
+
+
+def _is_import_hook(path: str, name: str) -> bool:
+    if name in IMPORT_HOOK_NAMES or name.endswith(IMPORT_HOOK_SUFFIXES):
+        return True
+    return any(
+        path.startswith(hooks + "/") or f"/{hooks}/" in path for hooks in IMPORT_HOOK_DIRECTORIES
+    )
+
+
+def _unobserved(
+    paths: Sequence[str], inputs: GateInputs, catalog: _Catalog, errors: list[str]
+) -> list[str]:
+    """Touched paths in no strong property's locality and under no `unobserved_ok` prefix.
+
+    A weak property's locality does not count: weak never fills a strong gap.
+    """
+    strong = {spec.id for spec in inputs.catalog if spec.strength == "strong"}
+    voters = _Guards()
+    for property_id, prefixes in catalog.entries:
+        if property_id in strong:
+            for prefix in prefixes:
+                voters.add(prefix, "strong locality")
+    for prefix in _prefixes_or_errors(inputs.unobserved_ok, "unobserved_ok prefix", errors):
+        voters.add(prefix, "unobserved_ok")
+    return [path for path in dict.fromkeys(paths) if not voters.hits(path)]
 
 
 def _beside_predicate(
@@ -562,6 +609,8 @@ def _reasons(
     fixtures: _Fixtures,
     errors: Sequence[str],
     guarded: Sequence[str],
+    unobserved: Sequence[str],
+    unsandboxed: Sequence[str],
     tally: _Tally,
 ) -> dict[str, list[str]]:
     """Every rule of the table that fires, by decision."""
@@ -588,6 +637,18 @@ def _reasons(
         reasons["review"].append(
             f"review: the diff touches what an agent may not touch: {_names(guarded)}; "
             "a human must look"
+        )
+    if unsandboxed:
+        reasons["review"].append(
+            f"review: the build of a matched property's test would run unsandboxed or with the "
+            f"network: {_names(unsandboxed)}; the gate does not run what it cannot sandbox: a "
+            "human must look"
+        )
+    if unobserved:
+        reasons["review"].append(
+            f"review: {_plural(len(unobserved), 'touched path')} in no strong property's "
+            f"locality, so no one votes on them: {_names(unobserved)}; a human must look (a "
+            "gate may list prefixes that need no vote in unobserved_ok)"
         )
     if not tally.strong_matched:
         reasons["review"].append(
@@ -634,6 +695,20 @@ def evaluate(inputs: GateInputs) -> agent_gate_pb2.GateReport:
     matched = LocalityIndex(catalog.entries).match(paths, normalized=True)
     ledger = _check_ledger(inputs, catalog.ids, errors)
     guarded, fixtures = _scan_diff(inputs, paths, catalog, matched, errors)
+    unobserved = _unobserved(paths, inputs, catalog, errors)
+    unsandboxed = [
+        f"{target} (in the closure of {property_id})"
+        for property_id in sorted(inputs.unsandboxed)
+        if property_id in matched
+        for target in inputs.unsandboxed[property_id]
+    ]
+    digest = changed_paths_digest(inputs.changed_paths)
+    if inputs.changed_paths_sha256 and inputs.changed_paths_sha256 != digest:
+        errors.append(
+            f"the changed paths the gate received (sha256 {digest[:16]}) are not the ones the "
+            f"CLI sent (sha256 {inputs.changed_paths_sha256[:16]}): a path was lost or altered "
+            "on its way through Bazel's flags; the gate fails closed"
+        )
 
     report = agent_gate_pb2.GateReport(
         debt=ledger.debt,
@@ -644,6 +719,9 @@ def evaluate(inputs: GateInputs) -> agent_gate_pb2.GateReport:
         changed_path_count=len(inputs.changed_paths),
         run_id=inputs.run_id,
         guarded_paths=guarded,
+        unobserved_paths=unobserved[:MAX_REPORTED_PATHS],
+        unsandboxed_targets=unsandboxed,
+        changed_paths_sha256=digest,
     )
     if inputs.override is not None:
         report.override.by = inputs.override.by
@@ -657,7 +735,14 @@ def evaluate(inputs: GateInputs) -> agent_gate_pb2.GateReport:
         tally.count(spec, frozen, row, inputs.outcomes.get(spec.id))
 
     reasons = _reasons(
-        inputs, ledger=ledger, fixtures=fixtures, errors=errors, guarded=guarded, tally=tally
+        inputs,
+        ledger=ledger,
+        fixtures=fixtures,
+        errors=errors,
+        guarded=guarded,
+        unobserved=unobserved,
+        unsandboxed=unsandboxed,
+        tally=tally,
     )
     report.errors.extend(errors)
     report.reasons.extend(reason for decision in PRECEDENCE for reason in reasons[decision])

@@ -115,6 +115,8 @@ def to_markdown(report: agent_gate_pb2.GateReport) -> str:
     )
     lines += _md_list("Reasons", report.reasons)
     lines += _md_list("Guarded paths touched (a human must review)", report.guarded_paths)
+    lines += _md_list("Touched paths no strong property observes", report.unobserved_paths)
+    lines += _md_list("Targets that would run unsandboxed", report.unsandboxed_targets)
     lines += _md_list("Errors (the gate failed closed)", report.errors)
     lines += ["", f"**Debt:** {report.debt} / {report.debt_cap} (open freezes + spent budgets)"]
     if report.HasField("override"):
@@ -205,6 +207,8 @@ def to_junit(report: agent_gate_pb2.GateReport) -> str:
         )
         details = [f"reason: {r}" for r in report.reasons]
         details += [f"guarded: {g}" for g in report.guarded_paths]
+        details += [f"unobserved: {u}" for u in report.unobserved_paths]
+        details += [f"unsandboxed: {u}" for u in report.unsandboxed_targets]
         details += [f"error: {e}" for e in report.errors]
         failure.text = _xml("\n".join(details))
     ET.indent(root)
@@ -235,6 +239,8 @@ def summary_lines(report: agent_gate_pb2.GateReport) -> list[str]:
         lines[-1] = lines[-1].rstrip()
     lines += [f"  reason: {reason}" for reason in report.reasons]
     lines += [f"  guarded: {path}" for path in report.guarded_paths]
+    lines += [f"  unobserved: {path}" for path in report.unobserved_paths]
+    lines += [f"  unsandboxed: {target}" for target in report.unsandboxed_targets]
     lines += [f"  error: {error}" for error in report.errors]
     lines.append(f"  debt: {report.debt}/{report.debt_cap}")
     return lines
