@@ -1,8 +1,10 @@
 """The verdicts of `agent-gate admit`: which half failed, and which mutants are refused."""
 
+from dataclasses import replace
+
 from absl.testing import absltest
 
-from agent_gate import admit, quorum
+from agent_gate import admit, catalog, quorum
 from proto import agent_gate_pb2
 
 SEAL = "4d35dc6079d8a087e61b4adfd265ae7f3e58f61073ed6026a3100f3862908307"
@@ -46,17 +48,48 @@ class MutantHalfTest(absltest.TestCase):
         self.assertIn("did not see the fixture seal", other)
 
 
+OTHER = quorum.PropertySpec(
+    id="counter.monotonic",
+    strength="strong",
+    locality=("store/counters",),
+    predicate_srcs=("store/tests/monotonic_test.py",),
+    package="store",
+    test_packages=("store/tests",),
+)
+CATALOG = catalog.Catalog(
+    gate_label="//:agent_gate",
+    gate_package="",
+    properties=(replace(SPEC, package="api", test_packages=("api/tests",)), OTHER),
+    fixtures=(catalog.Fixture("fixtures/responses", "fixtures/responses/responses.seal", ""),),
+    ledger_path="ledger.txtpb",
+    debt_cap=5,
+    rule_set_paths=("rules",),
+    admission_mutants={},
+)
+
+
 class GuardTest(absltest.TestCase):
-    def test_a_mutant_may_not_touch_fixtures_seals_or_the_predicate(self):
-        seal_files = ["fixtures/responses/responses.seal"]
-        self.assertIsNone(admit.guard_problem(SPEC, seal_files, ["api/serializers/user.py"]))
+    def test_a_mutant_may_only_change_the_code_the_property_observes(self):
+        spec = CATALOG.get(SPEC.id)
+        self.assertIsNone(admit.guard_problem(CATALOG, spec, ["api/serializers/user.py"]))
         for path in (
             "fixtures/responses/users.json",
             "fixtures/responses/responses.seal",
             "api/tests/no_secret_fields_test.py",
+            # A helper beside the test, the test's BUILD file, the catalog's BUILD file.
+            "api/tests/helpers.py",
+            "api/tests/BUILD.bazel",
+            "api/BUILD",
+            "BUILD.bazel",
+            # The gate's guards hold for the other rows too, and outside the locality.
+            "store/tests/monotonic_test.py",
+            "store/counters/counter.py",
+            "ledger.txtpb",
+            "rules/defs.bzl",
         ):
             with self.subTest(path=path):
-                problem = admit.guard_problem(SPEC, seal_files, ["api/x.py", path])
+                problem = admit.guard_problem(CATALOG, spec, ["api/serializers/x.py", path])
+                self.assertIsNotNone(problem)
                 self.assertIn(path, problem)
                 self.assertStartsWith(problem, "mutant half refused")
 

@@ -5,8 +5,9 @@ revision the property must **pass twice** on the unmodified tree, and **fail
 twice, stably** (the same non-zero code both times) with a mutant applied: a
 patch that deletes its invariant and changes nothing else. Both halves run
 against the same fixture seal. Anything else is a refusal that says which half
-failed. A mutant may not touch the property's fixtures, seal files or predicate
-sources: that would test the test, not the invariant.
+failed. A mutant may change the property's locality only, past none of the
+gate's own guards (fixtures, seals, any predicate and its BUILD files, the
+catalog, `.bzl` files): otherwise it would test the test, not the invariant.
 
 Mutants come from `--mutant PATCH`, or, with `--all-declared`, from the
 `admission_mutants` attribute of every `strong_property` in the catalog, so a
@@ -92,20 +93,36 @@ def mutant_problem(result: agent_gate_pb2.RunResult, clean_seal: str | None) -> 
 
 
 def guard_problem(
-    spec: quorum.PropertySpec, seal_files: Sequence[str], touched: Sequence[str]
+    cat: catalog.Catalog, spec: quorum.PropertySpec, touched: Sequence[str]
 ) -> str | None:
-    """A mutant touching the property's fixtures, seals or predicate tests the test."""
-    protected = [(root, "a fixture tree it reads") for root in spec.fixture_roots]
-    protected += [(path, "a seal file") for path in seal_files]
-    protected += [(path, "its predicate source") for path in spec.predicate_srcs]
-    hits = [
-        f"{path} ({why})" for path in touched for prefix, why in protected if covers(prefix, path)
-    ]
-    if not hits:
+    """Why a mutant is refused: it must change the property's locality only, past no guard.
+
+    The guards are the gate's own (quorum.evaluate's guarded paths): a mutant that edits
+    a helper beside the test, swaps the test's `srcs` in its BUILD file or the property's
+    `test` in the catalog would test the test, not the invariant.
+    """
+    report = quorum.evaluate(
+        quorum.GateInputs(
+            catalog=cat.properties,
+            changed_paths=tuple(touched),
+            outcomes={},
+            fixtures=tuple(
+                quorum.FixtureSeal(tree.root, tree.seal_file, None, None) for tree in cat.fixtures
+            ),
+            ledger_path=cat.ledger_path,
+            gate_package=cat.gate_package,
+            rule_set_paths=cat.rule_set_paths,
+        )
+    )
+    outside = [path for path in touched if not any(covers(p, path) for p in spec.locality)]
+    # Only the guards count here: nothing ran, so the report's run errors say nothing.
+    if not report.guarded_paths and not outside:
         return None
+    hits = list(report.guarded_paths)
+    hits += [f"{path} (outside the locality of {spec.id})" for path in outside]
     return (
-        f"mutant half refused: the mutant touches {', '.join(hits)}; a mutant deletes the "
-        "invariant in the code and changes nothing else"
+        f"mutant half refused: the mutant touches {'; '.join(hits)}; a mutant deletes the "
+        "invariant in the code the property observes and changes nothing else"
     )
 
 
@@ -120,7 +137,6 @@ def _mutant_verdict(
     log_dir: Path,
 ) -> Verdict:
     spec = cat.get(mutant.property_id)
-    seal_files = [tree.seal_file for tree in cat.fixtures_of(spec.id)]
 
     def refused(message: str) -> Verdict:
         return Verdict(spec.id, mutant.name, False, message)
@@ -129,7 +145,7 @@ def _mutant_verdict(
         touched = patch.touched_paths(mutant.data)
     except patch.PatchError as error:
         return refused(f"mutant half refused: {mutant.name} is not a patch ({error})")
-    problem = guard_problem(spec, seal_files, touched)
+    problem = guard_problem(cat, spec, touched)
     if problem is not None:
         return refused(problem)
     scoring = worktree.prepare(repo, base, progress)
