@@ -101,7 +101,9 @@ if [[ -z "${{BUILD_WORKSPACE_DIRECTORY:-}}" ]]; then
   exit 2
 fi
 target="$BUILD_WORKSPACE_DIRECTORY/{seal}"
-cp "{actual}" "$target.tmp"
+# Not cp: the computed seal is a read-only build output; the committed file is not.
+cat "{actual}" >"$target.tmp"
+chmod 0644 "$target.tmp"
 mv "$target.tmp" "$target"
 echo "wrote {seal}: $(cat "$target")"
 echo "commit it in a reviewed change of its own, together with the fixture edits."

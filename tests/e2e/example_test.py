@@ -203,6 +203,8 @@ class GateMechanicsTest(absltest.TestCase):
         ).stdout
         seal_file = workspace.root / "fixtures" / "replays" / "replays.seal"
         self.assertEqual(seal_file.read_text(encoding="utf-8"), pipeline)
+        # A committed file a person can edit, not the read-only build output's mode.
+        self.assertEqual(seal_file.stat().st_mode & 0o777, 0o644)
         self.assertIn("reviewed change", done.stdout)
         workspace.reset()
         _timed("update_seal after a fixture edit", started)

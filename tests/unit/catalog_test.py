@@ -142,11 +142,19 @@ class RenderTest(absltest.TestCase):
         self.assertEqual(document["properties"][0]["admission_mutants"], ["mutants/leak.patch"])
         self.assertNotIn("admission_mutants", document["properties"][1])
 
-    def test_json_is_the_same_document(self):
+    def test_json_is_the_same_document_with_fixtures_always_a_list(self):
         cat = catalog.parse_config(CONFIG)
-        self.assertEqual(
-            json.loads(catalog.render(cat, "json")), yaml.safe_load(catalog.render(cat, "yaml"))
-        )
+        from_json = json.loads(catalog.render(cat, "json"))
+        from_yaml = yaml.safe_load(catalog.render(cat, "yaml"))
+        for row in from_yaml["properties"]:
+            self.assertIsInstance(row["fixtures"], str)  # the article's shape: one tree
+            row["fixtures"] = [row["fixtures"]]
+        self.assertEqual(from_json, from_yaml)
+        config = json.loads(json.dumps(CONFIG))
+        config["catalog"][1]["fixture_roots"] = []
+        rows = json.loads(catalog.render(catalog.parse_config(config), "json"))["properties"]
+        self.assertEqual(rows[1]["fixtures"], [])
+        self.assertEqual(rows[0]["fixtures"], ["fixtures/responses/"])
 
     def test_several_or_no_fixture_trees_are_a_list(self):
         config = json.loads(json.dumps(CONFIG))

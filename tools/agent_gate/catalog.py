@@ -183,21 +183,25 @@ def build(
     return read_config(bazel_build.bazel_bin(workspace) / CONFIG_NAME)
 
 
-def _fixtures_value(roots: tuple[str, ...]) -> str | list[str]:
-    """The article writes one fixture directory as `fixtures/responses/`."""
+def _fixtures_value(roots: tuple[str, ...], article_shape: bool) -> str | list[str]:
+    """The article writes one fixture directory as `fixtures/responses/`; JSON keeps a list."""
     shown = [root.rstrip("/") + "/" for root in roots]
-    return shown[0] if len(shown) == 1 else shown
+    return shown[0] if article_shape and len(shown) == 1 else shown
 
 
-def as_document(catalog: Catalog) -> dict[str, Any]:
-    """The catalog in the article's shape: properties with id, strength, locality, fixtures."""
+def as_document(catalog: Catalog, article_shape: bool = True) -> dict[str, Any]:
+    """The catalog as reviewers read it: properties with id, strength, locality, fixtures.
+
+    `article_shape`: one fixture tree is a string, as the article's YAML writes it;
+    otherwise `fixtures` is always a list, so a machine reading JSON sees one type.
+    """
     rows: list[dict[str, Any]] = []
     for spec in catalog.properties:
         row: dict[str, Any] = {
             "id": spec.id,
             "strength": spec.strength,
             "locality": list(spec.locality),
-            "fixtures": _fixtures_value(spec.fixture_roots),
+            "fixtures": _fixtures_value(spec.fixture_roots, article_shape),
             "label": spec.label,
         }
         mutants = catalog.admission_mutants.get(spec.id)
@@ -220,9 +224,9 @@ class _ArticleDumper(yaml.SafeDumper):
 
 
 def render(catalog: Catalog, fmt: str) -> str:
-    document = as_document(catalog)
     if fmt == "json":
-        return json.dumps(document, indent=2) + "\n"
+        return json.dumps(as_document(catalog, article_shape=False), indent=2) + "\n"
+    document = as_document(catalog)
     if fmt != "yaml":
         raise CliError(f"unknown catalog format {fmt!r}; use one of {', '.join(FORMATS)}")
     header = f"# catalog of {catalog.gate_label}, read from the build graph\n"
