@@ -1,5 +1,6 @@
 """`agent_gate` and `full_strong_pass`: double runs as actions, the quorum as a test."""
 
+load("@rules_python//python:defs.bzl", "PyInfo")
 load("//rules:providers.bzl", "PropertyInfo")
 load("//rules:settings.bzl", "FlagValueInfo")
 load(":paths.bzl", "prefix_error", "repo_relative", "rlocation")
@@ -54,6 +55,11 @@ def _matched(properties, changed_paths, full_pass):
 
 _PYTHON_TOOLCHAIN = "@bazel_tools//tools/python:toolchain_type"
 
+# Bazel >= 6 (which added config_common.toolchain_type) wants the toolchain whose
+# interpreter an action runs named on the action, or it cannot tell under
+# --incompatible_auto_exec_groups; Bazel 4.2.3 knows no such parameter.
+_ACTION_TOOLCHAIN = {"toolchain": _PYTHON_TOOLCHAIN} if hasattr(config_common, "toolchain_type") else {}
+
 def _python(ctx):
     """The Python toolchain's interpreter: its path in actions and in runfiles, and its files."""
     runtime = ctx.toolchains[_PYTHON_TOOLCHAIN].py3_runtime
@@ -90,7 +96,10 @@ def _double_run(ctx, target, info, run_id, runner):
     logs = [ctx.actions.declare_file("%s.run%d.log" % (base, n)) for n in (1, 2)]
     args = ctx.actions.args()
     args.add("--property_id", info.id)
-    args.add("--label", str(info.label))
+
+    # One argument: under bzlmod a label reads `@@//pkg:name`, which the runner's
+    # argument parser would otherwise take for a params file to read.
+    args.add("--label=" + str(info.label))
     args.add("--executable", info.executable)
     args.add("--workspace", info.workspace_name)
     args.add("--timeout_seconds", str(info.timeout_seconds))
@@ -128,6 +137,7 @@ def _double_run(ctx, target, info, run_id, runner):
             "no-cache": "1",
             "no-remote-cache": "1",
         },
+        **_ACTION_TOOLCHAIN
     )
     return result, logs
 

@@ -18,7 +18,9 @@ def sealed_fixtures(name, seal = None, srcs = None, root = None, **kwargs):
         seal = name + ".seal"
     if srcs == None:
         pattern = (root.rstrip("/") + "/**") if root else "**"
-        srcs = native.glob([pattern], exclude = ["**/*.seal"])
+
+        # An empty tree is legal (its seal is the empty pipeline's); Bazel 8 refuses empty globs.
+        srcs = native.glob([pattern], exclude = ["**/*.seal"], allow_empty = True)
     sealed_fixtures_rule(name = name, seal = seal, srcs = srcs, root = root or "", **kwargs)
     seal_updater(
         name = name + ".update_seal",
