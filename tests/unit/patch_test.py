@@ -143,8 +143,10 @@ class HandWrittenPatchTest(absltest.TestCase):
         )
         self.assertEqual(touched_paths(text), ["img/logo.png"])
 
-    def test_binary_files_differ_without_git_header(self):
-        self.assertEqual(touched_paths("Binary files a/x.bin and b/x.bin differ\n"), ["x.bin"])
+    def test_binary_files_line_alone_is_no_header(self):
+        """git reads no name from a `Binary files` line, and alone it starts no file."""
+        with self.assertRaisesRegex(PatchError, "no file header"):
+            touched_paths("Binary files a/x.bin and b/x.bin differ\n")
 
     def test_git_binary_patch_body_is_skipped(self):
         text = _lines(
@@ -238,7 +240,8 @@ class HandWrittenPatchTest(absltest.TestCase):
         )
         self.assertEqual(touched_paths(text), ["ledger.txtpb", "fixtures/f.json"])
 
-    def test_header_and_body_that_disagree_report_both(self):
+    def test_body_names_win_over_the_header(self):
+        """git takes the `---`/`+++` names; the `diff --git` name is only a default."""
         text = _lines(
             "diff --git a/docs/readme.md b/docs/readme.md",
             "--- a/ledger.txtpb",
@@ -247,7 +250,7 @@ class HandWrittenPatchTest(absltest.TestCase):
             "-a",
             "+b",
         )
-        self.assertEqual(touched_paths(text), ["docs/readme.md", "ledger.txtpb"])
+        self.assertEqual(touched_paths(text), ["ledger.txtpb"])
 
     def test_removed_line_that_looks_like_a_header_is_content(self):
         """Lines `-- a/ledger.txtpb` removed and `++ b/ledger.txtpb` added are hunk content."""
@@ -294,13 +297,116 @@ class HandWrittenPatchTest(absltest.TestCase):
         text = "".join(section.format(name) for name in ("b", "a", "b", "c", "a"))
         self.assertEqual(touched_paths(text), ["b", "a", "c"])
 
+    def test_trailing_date_after_spaces_is_dropped(self):
+        """Issue 11: git strips a date after a space too, so `ledger.txtpb` is what it edits."""
+        text = _lines(
+            "--- a/ledger.txtpb 2020-01-01 00:00:00.000000000 +0000",
+            "+++ b/ledger.txtpb 2020-01-01 00:00:00.000000000 +0000",
+            "@@ -1 +1 @@",
+            "-a",
+            "+b",
+        )
+        self.assertEqual(touched_paths(text), ["ledger.txtpb"])
+
+    def test_dates_git_recognizes(self):
+        for date in (
+            "\t2020-01-01 00:00:00.000000000 +0000",
+            " 2020-01-01 00:00:00 +0000",
+            "   2020-01-01 00:00:00",
+            " 20-01-01 00:00:00 -0800",
+            " 2020-01-01 00:00:00+08:00",
+            " 2020-01-01 00:00:00 +08:00",
+            " 2020-01-01",
+        ):
+            with self.subTest(date=date):
+                text = _lines("--- a/x y", f"+++ b/x y{date}", "@@ -1 +1 @@", "-a", "+b")
+                self.assertEqual(touched_paths(text), ["x y"])
+
+    def test_what_is_not_a_date_stays_in_the_name(self):
+        for tail, name in (
+            (" 00:00:00 +0000", "x 00:00:00 +0000"),  # a time without a date
+            (" 2020-01-01 00:00:00 +0000\r", "x 2020-01-01 00:00:00 +0000"),  # CRLF: kept
+            ("2020-01-01", "x2020-01-01"),  # no space before the date
+            (" ", "x "),  # a name ending in a space, with no tab after it
+        ):
+            with self.subTest(tail=tail):
+                text = _lines("--- a/old", f"+++ b/x{tail}", "@@ -1 +1 @@", "-a", "+b")
+                self.assertEqual(touched_paths(text), [name])
+
+    def test_text_hunks_in_any_encoding(self):
+        """Issue 13: git writes text hunks for non-UTF-8 files without NUL; they are read."""
+        text = (
+            b"diff --git a/latin1.txt b/latin1.txt\nindex 1111111..2222222 100644\n"
+            b"--- a/latin1.txt\n+++ b/latin1.txt\n@@ -1,2 +1,2 @@\n caf\xe9\n-\xff\xfe\r\n"
+            b"+\xc3\x28\n\\ No newline at end of file\n"
+        )
+        self.assertEqual(touched_paths(text), ["latin1.txt"])
+
+    def test_names_that_are_not_utf8_keep_their_bytes(self):
+        text = b"diff --git a/\xff\xfe.txt b/\xff\xfe.txt\nold mode 100644\nnew mode 100755\n"
+        (name,) = touched_paths(text)
+        self.assertEqual(name.encode("utf-8", "surrogateescape"), b"\xff\xfe.txt")
+        quoted = b'diff --git "a/\\377" "b/\\377"\nold mode 100644\nnew mode 100755\n'
+        self.assertEqual(touched_paths(quoted)[0].encode("utf-8", "surrogateescape"), b"\xff")
+
+    def test_slashless_names_switch_the_patch_to_p0(self):
+        """git guesses -p0 from `+++ ledger.txtpb` and keeps it for the files after it."""
+        text = _lines(
+            "--- ledger.txtpb",
+            "+++ ledger.txtpb",
+            "@@ -1 +1 @@",
+            "-a",
+            "+b",
+            "--- a/docs/x.md",
+            "+++ b/docs/x.md",
+            "@@ -1 +1 @@",
+            "-a",
+            "+b",
+        )
+        self.assertEqual(touched_paths(text), ["ledger.txtpb", "b/docs/x.md"])
+        # Under --directory git never guesses, and a slashless name has nothing to drop.
+        with self.assertRaisesRegex(PatchError, "unable to find a file name"):
+            touched_paths(text, directory="sub")
+
+    def test_a_skipped_header_lends_its_name_to_the_next(self):
+        """A `diff --git` line git skips still sets the names the next header leaves unset."""
+        text = _lines(
+            "diff --git a/ledger.txtpb b/ledger.txtpb",
+            "this line ends the header",
+            "diff --git a/docs/x.md b/docs/x.md",
+            "old mode 100644",
+            "new mode 100755",
+        )
+        self.assertEqual(touched_paths(text), ["ledger.txtpb"])
+
+    def test_quoted_name_running_across_lines(self):
+        text = b'--- /dev/null\n+++ "b/x\n@@ -0,0 +1 @@\n+y"\n'
+        self.assertEqual(touched_paths(text), ["x\n@@ -0,0 +1 @@\n+y"])
+
+    def test_read_changes(self):
+        text = _lines(
+            "diff --git a/fixtures/a.json b/lib/a.json",
+            "similarity index 100%",
+            "copy from fixtures/a.json",
+            "copy to lib/a.json",
+            "diff --git a/gone.txt b/gone.txt",
+            "deleted file mode 100644",
+        )
+        self.assertEqual(
+            patch.read_changes(text),
+            [
+                patch.FileChange("fixtures/a.json", "lib/a.json", copy=True),
+                patch.FileChange("gone.txt", None),
+            ],
+        )
+
     def test_bytes_input(self):
         text = _lines("diff --git a/x b/x", "old mode 100644", "new mode 100755")
         self.assertEqual(touched_paths(text.encode()), ["x"])
 
 
 class NotAPatchTest(absltest.TestCase):
-    """Anything the gate cannot read as a patch is an error, never an empty diff."""
+    """What git apply refuses to read is refused too, never read as an empty diff."""
 
     def assert_refused(self, text, pattern: str) -> None:
         with self.assertRaisesRegex(PatchError, pattern):
@@ -312,22 +418,22 @@ class NotAPatchTest(absltest.TestCase):
                 self.assert_refused(text, "empty patch")
 
     def test_prose_is_not_a_patch(self):
-        self.assert_refused("Please merge this, it is fine.\n", "no `diff --git`")
+        self.assert_refused("Please merge this, it is fine.\n", "no file header")
 
     def test_hunk_without_file_header(self):
         self.assert_refused(_lines("@@ -1 +1 @@", "-a", "+b"), "without a file header")
 
     def test_bad_hunk_header(self):
         text = _lines("diff --git a/x b/x", "--- a/x", "+++ b/x", "@@ -one +two @@", "-a")
-        self.assert_refused(text, "bad hunk header")
+        self.assert_refused(text, "corrupt patch")
 
     def test_truncated_hunk(self):
         text = _lines("diff --git a/x b/x", "--- a/x", "+++ b/x", "@@ -1,3 +1,3 @@", " a")
-        self.assert_refused(text, "ends before its line counts")
+        self.assert_refused(text, "corrupt patch")
 
     def test_corrupt_hunk_line(self):
         text = _lines("diff --git a/x b/x", "--- a/x", "+++ b/x", "@@ -1,2 +1,2 @@", "?a", " b")
-        self.assert_refused(text, "corrupt hunk")
+        self.assert_refused(text, "corrupt patch")
 
     def test_hunk_running_into_the_next_header(self):
         text = _lines(
@@ -338,7 +444,11 @@ class NotAPatchTest(absltest.TestCase):
             " a",
             "diff --git a/ledger.txtpb b/ledger.txtpb",
         )
-        self.assert_refused(text, "corrupt hunk")
+        self.assert_refused(text, "corrupt patch")
+
+    def test_hunk_line_without_its_newline(self):
+        """git calls a last hunk line without a newline a corrupt patch, and so does the reader."""
+        self.assert_refused(b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b", "corrupt patch")
 
     def test_merge_diffs(self):
         for header in ("diff --cc src/x.py", "diff --combined src/x.py"):
@@ -346,19 +456,42 @@ class NotAPatchTest(absltest.TestCase):
                 text = _lines(header, "index 1,2..3", "--- a/src/x.py", "+++ b/src/x.py")
                 self.assert_refused(text, "combined \\(merge\\) diff")
 
-    def test_binary_data_is_not_text(self):
-        self.assert_refused(b"diff --git a/x b/x\n\x00\x01", "NUL")
+    def test_nul_bytes(self):
+        self.assert_refused(b"diff --git a/x b/x\n\x00\x01", "NUL.*git diff --binary")
         self.assert_refused("diff --git a/x b/x\n\x00", "NUL")
-        self.assert_refused(b"diff --git a/x b/x\n\xff\xfe", "not UTF-8")
-        self.assert_refused("diff --git a/x b/x\n\udcff", "undecodable")
 
     def test_header_whose_names_cannot_be_told_apart(self):
-        self.assert_refused(_lines("diff --git a/x y z b/q r s"), "cannot tell the two")
+        text = _lines("diff --git a/x y z b/q r s", "old mode 100644", "new mode 100755")
+        self.assert_refused(text, "lacks filename information")
 
-    def test_bad_quoting(self):
-        self.assert_refused(_lines('diff --git "a/x\\q" "b/x"'), "bad file names")
-        self.assert_refused(_lines('diff --git "a/x b/x'), "bad file names|cannot tell")
-        self.assert_refused(_lines('--- "a/x\\400"', "+++ b/x", "@@ -1 +1 @@", "-a", "+b"), "bad")
+    def test_bad_quoting_leaves_no_name(self):
+        text = _lines('diff --git "a/x\\q" "b/x"', "old mode 100644", "new mode 100755")
+        self.assert_refused(text, "lacks filename information")
+
+    def test_corrupt_binary_hunk_is_refused(self):
+        """git stops at a corrupt binary hunk and silently skips the rest; the gate refuses."""
+        text = _lines(
+            "diff --git a/blob.bin b/blob.bin",
+            "index 1111111..2222222 100644",
+            "GIT binary patch",
+            "literal 7",
+            "zzzzzzz",
+            "",
+            "--- a/ledger.txtpb",
+            "+++ b/ledger.txtpb",
+            "@@ -1 +1 @@",
+            "-a",
+            "+b",
+        )
+        self.assert_refused(text, "corrupt binary patch.*silently skips")
+
+    def test_inconsistent_names_are_refused(self):
+        text = _lines("diff --git a/x b/x", "deleted file mode 100644", "--- a/y", "+++ /dev/null")
+        self.assert_refused(text, "inconsistent old filename")
+
+    def test_new_file_with_old_lines(self):
+        text = _lines("--- /dev/null", "+++ b/x", "@@ -1 +1 @@", "-a", "+b")
+        self.assert_refused(text, "new file that depends on old contents")
 
     def test_read_patch_checks_the_file(self):
         directory = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value))
@@ -369,15 +502,6 @@ class NotAPatchTest(absltest.TestCase):
         bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
         with self.assertRaises(PatchError):
             patch.read_patch(bad)
-
-
-class QuotingTest(absltest.TestCase):
-    def test_unquote_c_style(self):
-        self.assertEqual(patch.unquote_c_style('"a\\tb\\\\c\\"d" rest'), ('a\tb\\c"d', 12))
-        self.assertEqual(patch.unquote_c_style('"\\303\\251"')[0], "é")
-        for bad in ("plain", '"unterminated', '"bad \\q"', '"short \\30"'):
-            with self.subTest(bad=bad), self.assertRaises(ValueError):
-                patch.unquote_c_style(bad)
 
 
 def _git(cwd: Path, *arguments: str) -> str:
