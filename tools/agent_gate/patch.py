@@ -249,9 +249,16 @@ class _Reader:
         newline = self.buf.find(b"\n", start)
         return self.size if newline == -1 else newline + 1
 
-    def error(self, position: int, message: str) -> PatchError:
+    def error(self, position: int, message: str, git_refuses: bool = True) -> PatchError:
+        """A PatchError at `position`'s line; most say git apply would refuse the patch too."""
         number = self.buf.count(b"\n", 0, position) + 1
-        return PatchError(f"patch line {number}: {message}")
+        why = (
+            "; git apply refuses this too, so the patch was damaged or written by hand: "
+            "make it again with `git diff --binary`"
+            if git_refuses
+            else ""
+        )
+        return PatchError(f"patch line {number}: {message}{why}")
 
     def shown(self, start: int) -> str:
         line = self.buf[start : self.line_end(start)].rstrip(b"\r\n")
@@ -272,6 +279,7 @@ class _Reader:
                     start,
                     "a quoted name runs on across too many lines to read in linear time; "
                     "git diff always ends a quoted name on its own line",
+                    git_refuses=False,
                 )
             if found is None:
                 return None  # the NUL that ends git's buffer
@@ -470,7 +478,11 @@ class _Reader:
                 raise self.error(
                     start,
                     f"git diff header {self.shown(start)} lacks filename information when "
-                    f"removing {self.p_value} leading pathname component(s)",
+                    f"removing {self.p_value} leading pathname component(s); git apply refuses "
+                    "this too, and git diff writes such a header for a file whose name git "
+                    "cannot split back (spaces around a slash, with no other line naming it): "
+                    "rename that file",
+                    git_refuses=False,
                 )
             patch.old = patch.new = patch.default
         if (patch.new is None and patch.is_delete != 1) or (
@@ -642,6 +654,7 @@ class _Reader:
                     line,
                     "a combined (merge) diff cannot be applied; make the patch with "
                     "`git diff --binary <base> <merge commit>`, which git apply reads",
+                    git_refuses=False,
                 )
             if buf.startswith(b"diff --git ", line):
                 header_end = self.git_header(line, end, patch)
@@ -774,7 +787,8 @@ class _Reader:
         if not self.changes:
             raise PatchError(
                 "not a patch: git apply finds no file header in it (a `diff --git` line with "
-                "its header lines, or `---`, `+++` and `@@ -` lines in a row)"
+                "its header lines, or `---`, `+++` and `@@ -` lines in a row); pass the output "
+                "of `git diff --binary <base>`"
             )
         return self.changes
 
@@ -788,7 +802,8 @@ class _Reader:
                 raise self.error(
                     end,
                     "corrupt binary patch: git apply stops reading here and silently skips "
-                    "everything after it; regenerate the patch with `git diff --binary`",
+                    "everything after it; make the patch again with `git diff --binary`",
+                    git_refuses=False,
                 )
             return after
         if line.endswith(b" differ\n") and line.startswith((b"Binary files ", b"Files ")):
@@ -875,7 +890,10 @@ def read_changes(patch: str | bytes, directory: str = "") -> list[FileChange]:
     """
     data = _as_bytes(patch)
     if not data.strip():
-        raise PatchError("empty patch: there is nothing to score")
+        raise PatchError(
+            "empty patch: there is nothing to score; pass the output of "
+            "`git diff --binary <base>` for a change that differs from the base"
+        )
     root = directory.encode("utf-8", "surrogateescape")
     if root and not root.endswith(b"/"):
         root += b"/"
