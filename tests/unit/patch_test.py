@@ -10,11 +10,14 @@ bytes read back to exactly the names git changes when it applies them. Any bytes
 give paths or PatchError, never another exception, in linear time.
 """
 
+import base64
 import collections
+import contextlib
 import os
 import subprocess
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 from absl.testing import absltest
@@ -466,6 +469,9 @@ class NotAPatchTest(absltest.TestCase):
         self.assert_refused(b"diff --git a/x b/x\n\x00\x01", "NUL.*git diff --binary")
         self.assert_refused("diff --git a/x b/x\n\x00", "NUL")
 
+    def test_text_that_no_bytes_decode_to(self):
+        self.assert_refused("diff --git a/x b/x\n\ud800", "lone surrogate")
+
     def test_header_whose_names_cannot_be_told_apart(self):
         text = _lines("diff --git a/x y z b/q r s", "old mode 100644", "new mode 100755")
         self.assert_refused(text, "lacks filename information")
@@ -804,6 +810,12 @@ class FuzzTest(absltest.TestCase):
     def test_random_bytes(self, data):
         _read_or_refuse(data)
 
+    @_reproducible(1000)
+    @given(st.text(max_size=300))
+    def test_random_text(self, text):
+        with contextlib.suppress(PatchError):
+            touched_paths(text)
+
     @_reproducible(3000)
     @given(st.lists(st.sampled_from(_PIECES), max_size=60).map(b"".join))
     def test_random_pieces(self, data):
@@ -831,22 +843,41 @@ class FuzzTest(absltest.TestCase):
     def test_worst_cases_stay_linear(self):
         """Inputs on which git's own reading is quadratic are read, or refused, in linear time."""
         hunk = b"@@ -1 +1 @@\n-a\n+b\n"
+        bomb = zlib.compress(b"\0" * 50_000_000, 9)
         cases = {
-            # Each header's quoted name runs on to the end of the patch.
-            "quotes": b'diff --git a/\\"b\n' * 200_000,
-            "quotes in ---": (b'--- "a/\\t\n+++ "b/\\t\n' + hunk) * 100_000,
+            # Every header's quoted name runs on to the quote that ends the patch: git
+            # takes minutes on this; the reader refuses it past its budget.
+            "quotes": b'diff --git a/x\\"b\nrename from x\nrename to y\n' * 100_000 + b'"\n',
+            "quotes in ---": (b'--- "a/\\t\n+++ "b/\\t\n' + hunk) * 30_000,
             # One header line of spaces, and one whose every space is a split to try.
             "spaces": b"diff --git a/" + b" " * 2_000_000 + b"\nold mode 1\n",
             "splits": b"diff --git a/" + b"x " * 1_000_000 + b"/y\nold mode 1\n",
             "dates": (b"--- a/x" + b" " * 100_000 + b"2020-01-01\n+++ b/x\n" + hunk) * 20,
             "hunk": b"--- a/x\n+++ b/x\n@@ -1,2000000 +1,2000000 @@\n" + b" a\n" * 2_000_000,
+            # 63 KB of base85 that inflates to 50 MB.
+            "zip bomb": b"diff --git a/z b/z\nindex 1111111..2222222 100644\nGIT binary patch\n"
+            + b"literal 50000000\n"
+            + b"".join(_base85_line(bomb[at : at + 52]) for at in range(0, len(bomb), 52))
+            + b"\n",
         }
         for name, data in cases.items():
             with self.subTest(name):
                 started = time.monotonic()
-                _read_or_refuse(data)
+                paths = _read_or_refuse(data)
                 seconds = time.monotonic() - started
                 self.assertLess(seconds, 20.0, f"{name}: {seconds:.1f}s for {len(data)} bytes")
+                if name == "quotes":
+                    self.assertIsNone(paths)
+                if name == "zip bomb":
+                    self.assertEqual(paths, ["z"])
+        with self.assertRaisesRegex(PatchError, "linear time"):
+            touched_paths(cases["quotes"])
+
+
+def _base85_line(chunk: bytes) -> bytes:
+    """One line of a `GIT binary patch` hunk: a length letter and base85 of up to 52 bytes."""
+    lead = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"[len(chunk) - 1 : len(chunk)]
+    return lead + base64.b85encode(chunk + b"\0" * (-len(chunk) % 4)) + b"\n"
 
 
 def _component():

@@ -869,7 +869,13 @@ def _inflates_to(data: bytes, size: int) -> bool:
 
 def _as_bytes(patch: str | bytes) -> bytes:
     if isinstance(patch, str):
-        patch = patch.encode("utf-8", "surrogateescape")
+        try:
+            patch = patch.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as error:
+            raise PatchError(
+                f"not a patch: character {error.start} is a lone surrogate, which no bytes "
+                "decode to; pass the patch's bytes"
+            ) from None
     if len(patch) >= MAX_PATCH_BYTES:
         raise PatchError(f"the patch has {len(patch)} bytes; git apply refuses 1 GiB or more")
     nul = patch.find(b"\0")
