@@ -26,6 +26,11 @@ Nothing is guessed from how a name looks; git's own rules are followed:
 * hunk bodies and `GIT binary patch` data are consumed exactly as git does
   (line counts, base85 and zlib), so no line inside them is taken for a header.
 
+This is git's reading of the patch (what `--numstat` sees), not its checks
+against a tree: a patch that names a missing file, or holds nothing but a
+header (git's "patch with only garbage"), is read here and refused later by
+`git apply --check`.
+
 Names are bytes; a name that is not UTF-8 comes out with surrogate escapes, so
 `name.encode("utf-8", "surrogateescape")` is git's name. The reader is one pass
 over the bytes, linear in their size: git's quadratic corner (a quoted name that
@@ -49,7 +54,6 @@ DEV_NULL = "/dev/null"
 MAX_PATCH_BYTES = 1024 * 1024 * 1024
 
 _GIT_SPACE = frozenset(b" \t\n\r")  # git's isspace(); \v and \f are not spaces to git
-_LIBC_SPACE = frozenset(b" \t\n\v\f\r")  # what strtoul() skips
 _ULONG_MAX = 2**64 - 1
 _QUOTE_OR_BACKSLASH = re.compile(rb'["\\]')
 _ESCAPES = {
@@ -881,7 +885,8 @@ def _as_bytes(patch: str | bytes) -> bytes:
     nul = patch.find(b"\0")
     if nul != -1:
         raise PatchError(
-            f"not a patch: byte {nul} is NUL. A text hunk of a binary file (`git diff --text`) "
+            f"not a patch: byte {nul} is NUL (binary data). A text hunk of a binary file "
+            "(`git diff --text`) "
             "cannot be scored; make the patch with `git diff --binary`, which writes binary "
             "files as `GIT binary patch` hunks"
         )
