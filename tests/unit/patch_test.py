@@ -854,6 +854,8 @@ class FuzzTest(absltest.TestCase):
             "splits": b"diff --git a/" + b"x " * 1_000_000 + b"/y\nold mode 1\n",
             "dates": (b"--- a/x" + b" " * 100_000 + b"2020-01-01\n+++ b/x\n" + hunk) * 20,
             "hunk": b"--- a/x\n+++ b/x\n@@ -1,2000000 +1,2000000 @@\n" + b" a\n" * 2_000_000,
+            # git looks for an index line's ".." and mode past the line's end.
+            "index lines": b"diff --git a/x b/x\n" + b"index abc\n" * 1_000_000,
             # 63 KB of base85 that inflates to 50 MB.
             "zip bomb": b"diff --git a/z b/z\nindex 1111111..2222222 100644\nGIT binary patch\n"
             + b"literal 50000000\n"

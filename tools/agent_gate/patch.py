@@ -69,7 +69,8 @@ _ESCAPES = {
 }
 _DIGITS = re.compile(rb"[0-9]+")
 _SLASHES = re.compile(rb"/{2,}")
-_MODE = re.compile(rb"[ \t\n\v\f\r]*[+-]?[0-7]+")
+_MODE = re.compile(rb"[ \t\n\v\f\r]*[+-]?[0-7]+")  # strtoul(..., 8)
+_MODE_ENDS = (b" ", b"\t", b"\n", b"\r")
 _STRTOUL = re.compile(rb"[ \t\n\v\f\r]*([+-]?)([0-9]+)")
 _EPOCH_TIME = re.compile(rb"([0-2][0-9]):([0-5][0-9]):00(?:\.0+)? ([-+])([0-2][0-9]:?[0-5][0-9])\n")
 # Extended header lines of a `diff --git` section, in the order git tries them.
@@ -475,17 +476,18 @@ class _Reader:
                 + int(patch.is_copy)
             )
             if extensions > 1:
-                raise self.error(line, "inconsistent header lines (git apply refuses them)")
+                raise self.error(line, "inconsistent header lines")
             line = line_end
         if patch.old is None and patch.new is None:
             if patch.default is None:
                 raise self.error(
                     start,
                     f"git diff header {self.shown(start)} lacks filename information when "
-                    f"removing {self.p_value} leading pathname component(s); git apply refuses "
-                    "this too, and git diff writes such a header for a file whose name git "
-                    "cannot split back (spaces around a slash, with no other line naming it): "
-                    "rename that file",
+                    f"removing {self.p_value} leading pathname component(s). git apply refuses "
+                    "it too. git diff itself writes such a header for a new, deleted or "
+                    "mode-changed file whose name git cannot split back (spaces around a "
+                    "slash, as in `diff --git a/ /  b/ / `): rename that file; else the patch "
+                    "was damaged or written by hand: make it again with `git diff --binary`",
                     git_refuses=False,
                 )
             patch.old = patch.new = patch.default
@@ -544,28 +546,28 @@ class _Reader:
 
     def mode(self, start: int, line: int) -> None:
         match = _MODE.match(self.buf, start)
-        if match is None or self.buf[match.end() : match.end() + 1] not in (
-            b" ",
-            b"\t",
-            b"\n",
-            b"\r",
-        ):
+        if match is None or self.buf[match.end() : match.end() + 1] not in _MODE_ENDS:
             raise self.error(line, f"invalid mode in {self.shown(line)}")
 
     def index_line(self, start: int, line: int) -> None:
-        """git's gitdiff_index(): only a mode after the object names can be wrong."""
+        """git's gitdiff_index(): only a mode after the object names can be wrong.
+
+        git's searches may run past the line; past 40 bytes their answer is ignored,
+        so they stop there.
+        """
         buf = self.buf
-        dot = buf.find(b".", start)
-        if dot == -1 or buf[dot + 1 : dot + 2] != b"." or dot - start > _HEX_SIZE:
+        dot = buf.find(b".", start, start + _HEX_SIZE + 1)
+        if dot == -1 or buf[dot + 1 : dot + 2] != b".":
             return
         new = dot + 2
-        space = buf.find(b" ", new)
-        newline = buf.find(b"\n", new)
-        newline = self.size if newline == -1 else newline
-        stop = newline if space == -1 or newline < space else space
-        if stop - new > _HEX_SIZE:
+        window = new + _HEX_SIZE + 1
+        stops = [
+            at for at in (buf.find(b" ", new, window), buf.find(b"\n", new, window)) if at != -1
+        ]
+        if not stops:
             return
-        if stop < self.size and buf[stop] == 0x20:
+        stop = min(stops)
+        if buf[stop] == 0x20:
             self.mode(stop + 1, line)
 
     def guess_p_value(self, start: int) -> int:
@@ -675,7 +677,7 @@ class _Reader:
     # --- bodies -------------------------------------------------------------------
     def hunks(self, start: int, patch: _Patch) -> int:
         """git's parse_single_patch(): skip the text hunks at `start`; the index after them."""
-        old_total = new_total = count = 0
+        old_total = new_total = 0
         at = start
         while self.size - at > 4 and self.buf.startswith(b"@@ -", at):
             parsed = self.hunk(at)
@@ -684,7 +686,6 @@ class _Reader:
             at, old, new = parsed
             old_total += old
             new_total += new
-            count += 1
         if patch.is_new == 1 and old_total:
             raise self.error(start, "a new file that depends on old contents")
         if patch.is_delete == 1 and new_total:
