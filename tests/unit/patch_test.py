@@ -941,7 +941,7 @@ class GitWrittenPatchTest(absltest.TestCase):
     def test_git_diff_reads_back(self):
         seen: collections.Counter[str] = collections.Counter()
 
-        @_reproducible(150)
+        @_reproducible(200)
         @given(
             name=_PATH,
             other=_PATH,
@@ -950,9 +950,14 @@ class GitWrittenPatchTest(absltest.TestCase):
             after=_CONTENT,
             quote_path=st.booleans(),
             mnemonic=st.booleans(),
+            workspace=st.sampled_from(("", "ws")),
         )
-        def check(name, other, change, before, after, quote_path, mnemonic):
+        def check(name, other, change, before, after, quote_path, mnemonic, workspace):
+            # With a workspace below the top, the patch is written relative to it and
+            # applied with --directory, as `agent-gate score` does for such a workspace.
             repo = _Repo(quote_path, mnemonic)
+            if workspace:
+                name, other = b"ws/" + name, b"ws/" + other
             try:
                 repo.write(b"keep", b"base\n")
                 if change != "add":
@@ -974,22 +979,28 @@ class GitWrittenPatchTest(absltest.TestCase):
                 repo.git("add", "-A")
             except OSError:
                 assume(False)  # a name git or the file system refuses: no patch git writes
-            text = repo.git("diff", "--cached", "--binary", "-M")
+            relative = [f"--relative={workspace}"] if workspace else []
+            directory = [f"--directory={workspace}"] if workspace else []
+            text = repo.git("diff", "--cached", "--binary", "-M", *relative)
             expected = repo.changed()
             self.assertTrue(expected)
             repo.git("reset", "-q", "--hard")
-            applied = _run_git(repo.root, "apply", "--index", "-", data=text)
+            applied = _run_git(repo.root, "apply", "--index", *directory, "-", data=text)
             if applied.returncode != 0:
                 # git cannot read back some headers it writes (`diff --git a/ /  b/ / ` for
                 # a new empty file " / "); the reader must refuse them too.
                 with self.assertRaises(PatchError, msg=text):
-                    touched_paths(text)
+                    touched_paths(text, workspace)
                 seen["git refuses its own patch"] += 1
                 return
             self.assertEqual(repo.changed(), expected)
-            got = {path.encode("utf-8", "surrogateescape") for path in touched_paths(text)}
+            got = {
+                (f"{workspace}/{path}" if workspace else path).encode("utf-8", "surrogateescape")
+                for path in touched_paths(text, workspace)
+            }
             self.assertEqual(got, expected, text)
             seen[change] += 1
+            seen["under a workspace"] += bool(workspace)
             seen["binary"] += b"GIT binary patch" in text
             seen["quoted"] += b'"' in text.split(b"\n", 1)[0]
             seen["not utf-8"] += any(_not_utf8(name) for name in expected)
@@ -1006,6 +1017,7 @@ class GitWrittenPatchTest(absltest.TestCase):
             "binary",
             "quoted",
             "rename lines",
+            "under a workspace",
         ):
             self.assertGreater(seen[kind], 3, seen)
 

@@ -33,7 +33,8 @@ header (git's "patch with only garbage"), is read here and refused later by
 
 Names are bytes; a name that is not UTF-8 comes out with surrogate escapes, so
 `name.encode("utf-8", "surrogateescape")` is git's name. The reader is one pass
-over the bytes, linear in their size: git's quadratic corner (a quoted name that
+over the bytes, linear in their size (a binary hunk is inflated, as git checks it,
+in bounded chunks that are not kept): git's quadratic corner (a quoted name that
 runs on across many lines) is refused past a budget instead. Whatever git
 refuses to read, the reader refuses with PatchError, and so it does for what
 git would silently cut short (a corrupt binary hunk), for text that is no patch
