@@ -1,6 +1,8 @@
 """The pure parts of `agent-gate score`: patch intake, override, report paths, the
 report of a base whose fixtures drifted, and the exit codes."""
 
+import os
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -86,6 +88,67 @@ class ReadCandidateTest(absltest.TestCase):
             with self.subTest(name), self.assertRaises(CliError) as raised:
                 score.read_candidate(self._file(data))
             self.assertEqual(raised.exception.code, 2)
+
+    def test_refusals_say_what_to_do_never_resend_the_same(self):
+        """Issue 13: the advice is never "send git diff" for what git diff may have written."""
+        cases = {
+            b"": "nothing to score",
+            b"this is not a diff\n": "no file header.*git diff --binary",
+            b"--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n-a\n": "refuses this too.*damaged",
+            b"diff --git a/ /  b/ / \nnew file mode 100644\nindex 0000000..e69de29\n": (
+                "rename that file"
+            ),
+        }
+        for data, advice in cases.items():
+            with self.subTest(data), self.assertRaises(CliError) as raised:
+                score.read_candidate(self._file(data))
+            self.assertRegex(str(raised.exception), advice)
+            self.assertNotIn("Send the output", str(raised.exception))
+
+    def test_git_diff_binary_of_any_encoding_is_read(self):
+        """Issue 13: files that are not UTF-8 but hold no NUL get text hunks; they are read."""
+        repo = self.dir / "repo"
+        repo.mkdir()
+        env = {
+            **os.environ,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@example.invalid",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        }
+
+        def git(*arguments: str | bytes) -> bytes:
+            return subprocess.run(
+                ["git", *arguments], cwd=repo, env=env, check=True, capture_output=True
+            ).stdout
+
+        git("init", "-q")
+        (repo / "corpus").mkdir()
+        (repo / "corpus" / "latin1.txt").write_bytes(b"caf\xe9\r\n")
+        os.makedirs(os.path.join(bytes(repo), b"corpus"), exist_ok=True)
+        with open(os.path.join(bytes(repo), b"corpus", b"bad-\xff.txt"), "wb") as out:
+            out.write(b"\xc3\x28 no final newline")
+        git("add", "-A")
+        git("commit", "-q", "-m", "base")
+        (repo / "corpus" / "latin1.txt").write_bytes(b"na\xefve\r\n\xfe\xff")
+        with open(os.path.join(bytes(repo), b"corpus", b"bad-\xff.txt"), "ab") as out:
+            out.write(b"\x80")
+        text = git("diff", "--binary")
+        self.assertNotIn(b"GIT binary patch", text)  # text hunks, as the issue saw
+        data, touched = score.read_candidate(self._file(text))
+        self.assertEqual(data, text)
+        self.assertEqual(
+            [path.encode("utf-8", "surrogateescape") for path in touched],
+            [b"corpus/bad-\xff.txt", b"corpus/latin1.txt"],
+        )
+
+    def test_names_under_a_directory_read_as_git_apply_does_there(self):
+        data = b"--- ledger.txtpb\n+++ ledger.txtpb\n@@ -1 +1 @@\n-a\n+b\n"
+        self.assertEqual(score.read_candidate(self._file(data))[1], ["ledger.txtpb"])
+        with self.assertRaisesRegex(CliError, "unable to find a file name"):
+            score.read_candidate(self._file(data), directory="sub")
 
     def test_missing_file(self):
         with self.assertRaises(CliError) as raised:

@@ -52,8 +52,15 @@ class ScoreOptions:
     override_by: str | None = None
 
 
-def read_candidate(path: Path) -> tuple[bytes, list[str]]:
-    """The patch's bytes and the paths it touches, or CliError saying what to send instead."""
+def read_candidate(path: Path, directory: str = "") -> tuple[bytes, list[str]]:
+    """The patch's bytes and the names git apply gives its files, or CliError saying why not.
+
+    `directory` is the `git apply --directory` the patch is applied with (the workspace
+    relative to the repository top; "" at the top), under which git reads a few headers
+    differently. Any bytes are read: text hunks in any encoding, CRLF, names that are
+    not UTF-8 (surrogate escapes). PatchError's message says what to do; it is not
+    followed by advice to send `git diff`, which may be exactly what was sent.
+    """
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -61,12 +68,9 @@ def read_candidate(path: Path) -> tuple[bytes, list[str]]:
     except OSError as error:
         raise CliError(f"cannot read patch file {path}: {error.strerror or error}") from None
     try:
-        touched = patch.touched_paths(data)
+        touched = patch.touched_paths(data, directory)
     except patch.PatchError as error:
-        raise CliError(
-            f"{path} is not a patch the gate can score: {error}. Send the output of "
-            "`git diff --binary <base>` run at the workspace root"
-        ) from None
+        raise CliError(f"{path} is not a patch the gate can score: {error}") from None
     for touched_path in touched:
         try:
             normalize_path(touched_path)
