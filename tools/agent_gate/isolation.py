@@ -6,8 +6,9 @@ The runner forks a chain of three processes per run:
   its own uid and gid into it, so it works as root and as any user, inside
   linux-sandbox and without it;
 * `B` (`_init`) is PID 1 of the new PID namespace. It makes every mount private
-  and read-only, mounts fresh tmpfs on /tmp and /dev/shm, a /proc of its own and
-  brings up loopback, then forks the run and waits for it. When it exits the
+  and read-only, mounts fresh tmpfs on /tmp and /dev/shm (what was there stays
+  visible, read-only), a /proc of its own and brings up loopback, then forks the
+  run and waits for it. When it exits the
   kernel kills whatever the run left in the namespace;
 * `C` (`_run`) enters a second user and mount namespace, which locks every mount
   of B's (a run running as root can then neither unmount the tmpfs nor make a
@@ -29,8 +30,10 @@ import os
 import platform
 import signal
 import socket
+import stat
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWIPC = 0x08000000
@@ -143,20 +146,38 @@ def _read_only_everywhere() -> None:
     _check(result, "mount_setattr / read-only (needs Linux 5.12 or later)")
 
 
-# What a run may write to: each its own, on an overlay of the action's read-only
-# view (a Bazel output base may live there, so its runfiles must stay visible).
+# What a run may write to, each its own fresh tmpfs. A Bazel output base may live
+# there, so what was there stays visible, read-only, bound into the new tmpfs.
 _PRIVATE = ("/tmp", "/dev/shm")
+_MS_BIND = 0x1000
 
 
-def _private_overlay(path: str) -> None:
-    """Writes under `path` land on a fresh tmpfs; what was there stays, read-only, below."""
+def _private_tmpfs(path: str, reserved: set[str]) -> None:
+    """A fresh tmpfs on `path`, with each entry that was there bound back read-only.
+
+    Only new names are writable, and they die with the run. (An overlay would do
+    the same in one mount, but refuses a lower directory with locked mounts below
+    it, which /tmp has when linux-sandbox's own execroot lives there.)
+    """
     below = os.open(path, os.O_PATH | os.O_DIRECTORY)
     try:
-        _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0700")
-        os.mkdir(f"{path}/upper", 0o1777)
-        os.mkdir(f"{path}/work", 0o700)
-        options = f"lowerdir=/proc/self/fd/{below},upperdir={path}/upper,workdir={path}/work"
-        _mount("overlay", path, "overlay", _MS_NOSUID | _MS_NODEV, options + ",userxattr")
+        names = [name for name in os.listdir(path) if name not in reserved]
+        _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777")
+        for name in names:
+            source, target = f"/proc/self/fd/{below}/{name}", f"{path}/{name}"
+            try:
+                mode = os.lstat(source).st_mode
+                if stat.S_ISLNK(mode):
+                    os.symlink(os.readlink(source), target)
+                    continue
+                if stat.S_ISDIR(mode):
+                    os.mkdir(target, 0o700)
+                else:
+                    os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o600))
+            except FileNotFoundError:
+                continue  # gone since it was listed
+            # A recursive bind of read-only mounts is read-only; mounts below come along.
+            _mount(source, target, "", _MS_BIND | _MS_REC)
     finally:
         os.close(below)
 
@@ -224,7 +245,12 @@ def _init(plan: Plan, pipe: int) -> None:
         _read_only_everywhere()
         for path in _PRIVATE:
             if os.path.isdir(path):
-                _private_overlay(path)
+                reserved = {
+                    Path(directory).relative_to(path).parts[0]
+                    for directory in plan.directories
+                    if Path(directory).is_relative_to(path)
+                }
+                _private_tmpfs(path, reserved)
         _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
         _loopback_up()
         for directory in plan.directories:
