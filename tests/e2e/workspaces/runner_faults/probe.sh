@@ -74,6 +74,13 @@ while True:
         exit 1
       fi
     done
+    # Run 1's log is an output of the action; run 2 must not read it meanwhile.
+    log="$RUNFILES_DIR/../agent_gate.runs/fault.leak.run1.log"
+    echo "log $log"
+    if [[ $TEST_RUN_NUMBER == 2 && -e $log ]]; then
+      echo "found run 1's log"
+      exit 1
+    fi
     if [[ $TEST_RUN_NUMBER == 1 ]]; then
       ipcmk -Q >/dev/null 2>&1 && echo "made a message queue"
     elif [[ -n $(ipcs -q 2>/dev/null | awk '$1 ~ /^0x/') ]]; then
