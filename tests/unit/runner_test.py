@@ -205,6 +205,28 @@ exit 0
                 list(Path(place).rglob(name)), [], f"a mark outlived the run in {place}"
             )
 
+    def test_what_was_in_tmp_stays_visible_read_only(self):
+        """An output base may live in /tmp: its entries are bound back, whatever their names."""
+        host = Path(tempfile.mkdtemp(prefix=f"{self.mark}-", dir="/tmp"))
+        self.addCleanup(shutil.rmtree, host)
+        (host / "seen.txt").write_text("from the host\n")
+        os.mkdir(os.path.join(os.fsencode(host), b"not-utf8-\xff"))
+        # A name in /tmp itself that is not UTF-8 (a build action may leave one).
+        odd = os.fsencode(f"/tmp/{self.mark}-") + b"\xff"
+        os.mkdir(odd)
+        self.addCleanup(os.rmdir, odd)
+        body = f"""
+[[ $(cat {host}/seen.txt) == "from the host" ]] || exit 1
+echo x 2>/dev/null > {host}/seen.txt && exit 2
+touch {host}/new 2>/dev/null && exit 3
+[[ $(ls {host} | wc -l) == 2 ]] || exit 4
+exit 0
+"""
+        result = self._run(self._property(body))
+        self.assertEqual([run.exit_code for run in result.runs], [0, 0], result.runs)
+        self.assertEqual((host / "seen.txt").read_text(), "from the host\n")
+        self.assertEqual(sorted(os.listdir(os.fsencode(host))), [b"not-utf8-\xff", b"seen.txt"])
+
     def test_ipc_objects_and_keys_are_the_runs_own(self):
         """SysV IPC and the session keyring outlive a process; they must not outlive a run."""
         add_key = (

@@ -127,21 +127,23 @@ def _enter_user_namespace(flags: int) -> None:
 
 
 def _mount(source: str, target: str, kind: str, flags: int, data: str = "") -> None:
+    # fsencode: a name in /tmp need not be UTF-8.
     result = _libc.mount(
-        source.encode(), target.encode(), kind.encode(), flags, data.encode() if data else None
+        os.fsencode(source), os.fsencode(target), kind.encode(), flags, data.encode() or None
     )
     _check(result, f"mount {kind} on {target}")
 
 
 def _read_only_everywhere() -> None:
     attr = _MountAttr(attr_set=_MOUNT_ATTR_RDONLY)
+    long = ctypes.c_long  # syscall(2) reads every argument as a long
     result = _libc.syscall(
-        _SYS_MOUNT_SETATTR,
-        _AT_FDCWD,
+        long(_SYS_MOUNT_SETATTR),
+        long(_AT_FDCWD),
         b"/",
-        _AT_RECURSIVE,
+        long(_AT_RECURSIVE),
         ctypes.byref(attr),
-        ctypes.sizeof(attr),
+        long(ctypes.sizeof(attr)),
     )
     _check(result, "mount_setattr / read-only (needs Linux 5.12 or later)")
 
@@ -191,7 +193,8 @@ def _fresh_session_keyring() -> None:
     number = _SYS_KEYCTL.get(platform.machine())
     if number is None:
         raise OSError(errno.ENOSYS, f"no keyctl number known for {platform.machine()}")
-    if _libc.syscall(number, _KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+    long = ctypes.c_long
+    if _libc.syscall(long(number), long(_KEYCTL_JOIN_SESSION_KEYRING), None) < 0:
         code = ctypes.get_errno()
         if code != errno.ENOSYS:  # a kernel without keyrings has none to share
             raise OSError(code, f"keyctl join session keyring: {os.strerror(code)}")

@@ -282,8 +282,11 @@ def run_once(spec: RunSpec, run_number: int, log_fd: int) -> Run:
 
     def expire() -> None:
         expired.set()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
+        # The process itself too: it may not have made its process group yet. What it
+        # started is then the runner's (a subreaper's) child, for kill_orphans.
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(ProcessLookupError):
+                kill(pid, signal.SIGKILL)
 
     timer = threading.Timer(spec.timeout_seconds, expire)
     timer.start()
