@@ -227,6 +227,25 @@ exit 0
         self.assertEqual((host / "seen.txt").read_text(), "from the host\n")
         self.assertEqual(sorted(os.listdir(os.fsencode(host))), [b"not-utf8-\xff", b"seen.txt"])
 
+    def test_entries_vanishing_from_tmp_do_not_break_isolation(self):
+        """/tmp is shared with other processes: a name listed may be gone when it is bound."""
+        churn = (
+            "import os, sys\n"
+            f"path = '/tmp/{self.mark}-' + sys.argv[1]\n"
+            "while True:\n"
+            "    os.close(os.open(path, os.O_CREAT | os.O_WRONLY)); os.unlink(path)\n"
+        )
+        churners = [subprocess.Popen([sys.executable, "-c", churn, str(n)]) for n in range(2)]
+        try:
+            results = [self._run(self._property("exit 0")) for _ in range(10)]
+        finally:
+            for churner in churners:
+                churner.kill()
+                churner.wait()
+        for result in results:
+            self.assertEqual([run.isolation_error for run in result.runs], ["", ""])
+            self.assertEqual([run.exit_code for run in result.runs], [0, 0])
+
     def test_ipc_objects_and_keys_are_the_runs_own(self):
         """SysV IPC and the session keyring outlive a process; they must not outlive a run."""
         add_key = (

@@ -131,7 +131,10 @@ def _mount(source: str, target: str, kind: str, flags: int, data: str = "") -> N
     result = _libc.mount(
         os.fsencode(source), os.fsencode(target), kind.encode(), flags, data.encode() or None
     )
-    _check(result, f"mount {kind} on {target}")
+    if result < 0:
+        code = ctypes.get_errno()
+        # FileNotFoundError for ENOENT, so a caller can tell a vanished source apart.
+        raise OSError(code, f"mount {kind or 'bind'} on {target}: {os.strerror(code)}")
 
 
 def _read_only_everywhere() -> None:
@@ -176,10 +179,10 @@ def _private_tmpfs(path: str, reserved: set[str]) -> None:
                     os.mkdir(target, 0o700)
                 else:
                     os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o600))
+                # A recursive bind of read-only mounts is read-only; mounts below come along.
+                _mount(source, target, "", _MS_BIND | _MS_REC)
             except FileNotFoundError:
-                continue  # gone since it was listed
-            # A recursive bind of read-only mounts is read-only; mounts below come along.
-            _mount(source, target, "", _MS_BIND | _MS_REC)
+                continue  # gone since it was listed: other processes share this /tmp
     finally:
         os.close(below)
 
