@@ -239,9 +239,11 @@ exit 0
         try:
             results = [self._run(self._property("exit 0")) for _ in range(10)]
         finally:
-            for churner in churners:
+            for n, churner in enumerate(churners):
                 churner.kill()
                 churner.wait()
+                with contextlib.suppress(FileNotFoundError):  # killed between create and unlink
+                    os.unlink(f"/tmp/{self.mark}-{n}")
         for result in results:
             self.assertEqual([run.isolation_error for run in result.runs], ["", ""])
             self.assertEqual([run.exit_code for run in result.runs], [0, 0])
