@@ -118,10 +118,10 @@ class CliTest(absltest.TestCase):
     @classmethod
     def _make_branches(cls):
         cls._branch("drift", cls._apply("drift/events_log_appended.patch"))
-        cls._branch("flaky", cls._apply("replay_snapshot_cache.patch"))
+        cls._branch("flaky", cls._apply("replay_retry_shortcut.patch"))
 
         def flaky_and_drifted(repo):
-            cls._apply("replay_snapshot_cache.patch")(repo)
+            cls._apply("replay_retry_shortcut.patch")(repo)
             cls._apply("drift/events_log_appended.patch")(repo)
 
         cls._branch("flaky-drift", flaky_and_drifted)

@@ -7,17 +7,23 @@ covers what attacks the runner and the evaluator themselves:
 
 * a property whose daemon (own session, ignoring TERM/HUP/INT) outlives its run:
   the second run must not see the first run's daemon, and nothing may be left
-  running after the gate, under linux-sandbox and without a sandbox;
+  running after the gate, under linux-sandbox and without a sandbox (review);
 * a property that exhausts memory (bounded by `ulimit -v 1 GiB`: the machine
   never gives more), and one that prints 30 MB on one line;
-* a property that SIGKILLs the runner mid-run: a build failure, no report;
+* a property that tries to SIGKILL the runner mid-run: its parent is PID 1 of the
+  run's own namespace, so the kill is ignored and the runner records the run;
+* a probe that, in run 1, leaves a mark everywhere it can write and, in run 2,
+  fails if it finds one: both runs must pass and no mark may remain on the host,
+  under linux-sandbox and without a sandbox (then the gate says review: the
+  action saw the host's network);
 * a run-result file truncated on disk between the double run and the evaluation;
 * two gates started at once on one workspace;
 * a full disk while the evaluator writes the report (a real ENOSPC: a tiny
   tmpfs in a private mount namespace);
-* a property writing into its sealed fixtures when no sandbox stops the write.
+* a property writing into its sealed fixtures, with and without a sandbox: the
+  run's own namespace refuses the write either way.
 
-None may promote; each leaves a message, the ledger untouched and no process
+No broken property may promote; each leaves a message, the ledger untouched and no process
 behind. The workspace is copied once, with one Bazel server on a private output
 base, shut down and deleted at the end. The last line printed reads
 `runner faults: N cases tried, N failed closed`.
@@ -43,6 +49,7 @@ from agent_gate import protogen  # noqa: E402
 protogen.ensure_proto_importable()
 
 from absl.testing import absltest  # noqa: E402
+from google.protobuf import text_format  # noqa: E402
 
 from agent_gate import bazel  # noqa: E402
 from agent_gate.report import JSON_NAME  # noqa: E402
@@ -50,6 +57,8 @@ from proto import agent_gate_pb2  # noqa: E402
 
 SOURCE = ROOT / "tests" / "e2e" / "workspaces" / "runner_faults"
 ORPHAN_MARK = b"agent-gate-orphan-probe"
+# What the leak probe (mode `leak` of probe.sh) names every file it leaves.
+LEAK_MARK = "agent-gate-leak-probe"
 # The gate's test log holds a bounded tail of each failing run's output.
 TEST_LOG_LIMIT = 256 * 1024
 # Only what the Linux kernel, util-linux and a root (or user-namespace) shell
@@ -169,25 +178,76 @@ class RunnerFaultsTest(absltest.TestCase):
 
     # --- the property misbehaves --------------------------------------------------
 
-    def _orphan_case(self, name: str, flags: tuple[str, ...]) -> None:
+    def result(self, mode: str) -> agent_gate_pb2.RunResult:
+        text = self.result_file(mode).read_text()
+        return text_format.Parse(text, agent_gate_pb2.RunResult())
+
+    def assert_unsandboxed_review(self, run: bazel.GateRun) -> None:
+        """Without linux-sandbox the action sees the host's network: review, saying so."""
+        self.assertEqual(run.decision, "review", run.problem)
+        self.assertIn("run the gate under linux-sandbox", "\n".join(run.report.errors))
+
+    def _orphan_case(self, name: str, flags: tuple[str, ...]) -> bazel.GateRun:
         started = time.monotonic()
         run = self.gate("orphan", flags=flags)
         row = self.row(run, "orphan")
         self.record(
-            name, started, run.decision == "reject", f"{run.decision} {list(row.exit_codes)}"
+            name, started, run.decision != "promote", f"{run.decision} {list(row.exit_codes)}"
         )
         # Run 2 passes only if run 1's daemon survived into it: 1, 1 means it did not.
         self.assertEqual(list(row.exit_codes), [1, 1], self.run_log("orphan", 2).read_text())
-        self.assertEqual(run.decision, "reject")
         for number in (1, 2):
             self.assertIn("started daemon", self.run_log("orphan", number).read_text())
         self.assertEqual(_orphans(), [], "the daemon outlived the gate")
+        return run
 
     def test_daemon_outliving_its_run_under_linux_sandbox(self):
-        self._orphan_case("orphan_daemon_sandboxed", ())
+        run = self._orphan_case("orphan_daemon_sandboxed", ())
+        self.assertEqual(run.decision, "reject")
 
     def test_daemon_outliving_its_run_without_a_sandbox(self):
-        self._orphan_case("orphan_daemon_unsandboxed", ("--spawn_strategy=local",))
+        run = self._orphan_case("orphan_daemon_unsandboxed", ("--spawn_strategy=local",))
+        self.assert_unsandboxed_review(run)
+
+    def _leak_case(self, name: str, flags: tuple[str, ...]) -> bazel.GateRun:
+        """Run 1 writes a mark everywhere it can; run 2 must find none; the host keeps none."""
+        started = time.monotonic()
+        self.assertEqual(self._host_marks(()), [], "a mark of an earlier probe is on the host")
+        run = self.gate("leak", flags=flags)
+        result = self.result("leak")
+        codes = [r.exit_code for r in sorted(result.runs, key=lambda r: r.run_number)]
+        first, second = (self.run_log("leak", n).read_text() for n in (1, 2))
+        places = [line[6:] for line in first.splitlines() if line.startswith("place ")]
+        left = self._host_marks(places)
+        self.record(name, started, codes == [0, 0] and not left, f"{run.decision} {codes}")
+        self.assertEqual(codes, [0, 0], f"{second}\n{result}")
+        self.assertEqual([r.isolated for r in result.runs], [True, True])
+        # The probe did write: privately, where a run may.
+        for private in ("wrote /tmp", "wrote /dev/shm", "made a message queue"):
+            self.assertIn(private, first)
+        self.assertGreater(len(places), 15)
+        self.assertEqual(left, [], "a run's mark outlived the gate")
+        return run
+
+    def _host_marks(self, places) -> list[str]:
+        roots = {"/tmp", "/dev/shm", "/var/tmp", "/root", "/", str(_state["top"])}
+        roots |= {place for place in places if not place.startswith("/proc/")}
+        found = [str(Path(root, LEAK_MARK)) for root in sorted(roots)]
+        found = [path for path in found if os.path.lexists(path)]
+        # Anywhere in the copied workspace and its output base.
+        found += [str(path) for path in _state["top"].rglob(LEAK_MARK)]
+        return found
+
+    def test_runs_share_nothing_under_linux_sandbox(self):
+        run = self._leak_case("leak_probe_sandboxed", ())
+        self.assertEqual(run.decision, "promote", run.report and run.report.errors)
+        self.assertTrue(self.result("leak").network_blocked)
+        self.assertEqual(list(self.result("leak").network_interfaces), ["lo"])
+
+    def test_runs_share_nothing_without_a_sandbox(self):
+        run = self._leak_case("leak_probe_unsandboxed", ("--spawn_strategy=local",))
+        self.assertFalse(self.result("leak").network_blocked)
+        self.assert_unsandboxed_review(run)
 
     def test_memory_exhaustion(self):
         started = time.monotonic()
@@ -218,18 +278,15 @@ class RunnerFaultsTest(absltest.TestCase):
 
     # --- the runner or its result is broken -------------------------------------
 
-    def test_runner_killed_mid_run(self):
+    def test_a_property_cannot_kill_the_runner(self):
+        """Its parent is PID 1 of the run's own namespace, which ignores its signals."""
         started = time.monotonic()
         run = self.gate("kill_runner")
-        self.record(
-            "runner_killed_mid_run", started, run.report is None, f"no report: {run.problem}"
-        )
-        self.assertIsNone(run.report)
-        self.assertNotIn(run.exit_code, (bazel.EXIT_TESTS_PASSED, bazel.EXIT_TESTS_FAILED))
-        self.assertIn("before the gate could decide", run.problem or "")
-        log = run.log_path.read_text(errors="replace")
-        self.assertIn("fault.kill_runner", log)
-        self.assertFalse(self.result_file("kill_runner").exists(), "a half result was kept")
+        row = self.row(run, "kill_runner")
+        self.record("property_kills_its_parent", started, True, f"{run.decision} {row.exit_codes}")
+        self.assertIn("killing the runner, pid 1", self.run_log("kill_runner", 1).read_text())
+        self.assertEqual(list(row.exit_codes), [0, 0])
+        self.assertEqual(run.decision, "promote", run.report.errors)
 
     def test_run_result_truncated_on_disk(self):
         """The result file is cut short after the double run; the evaluator reads it as is.
@@ -336,21 +393,19 @@ class RunnerFaultsTest(absltest.TestCase):
             outcomes.append(f"{size_kib}k: exit 1, no {JSON_NAME}")
         self.record("disk_full_writing_the_report", started, True, "; ".join(outcomes))
 
-    def test_fixture_write_without_a_sandbox(self):
-        """linux-sandbox refuses the write; without it the write lands and is caught."""
+    def test_fixture_write_with_and_without_a_sandbox(self):
+        """The run's own namespace refuses the write, whether or not linux-sandbox runs it."""
         started = time.monotonic()
         fixture = self.workspace / "data" / "cases.txt"
         original = fixture.read_bytes()
         try:
             run = self.gate("fixture_writer", flags=("--spawn_strategy=local",))
-            self.assertIn("fixture write landed", self.run_log("fixture_writer", 1).read_text())
+            self.assertIn("fixture write refused", self.run_log("fixture_writer", 1).read_text())
         finally:
             fixture.write_bytes(original)
         self.record("fixture_written_unsandboxed", started, run.decision == "review", run.decision)
         self.assert_not_promoted(run)
-        self.assertEqual(run.decision, "review")
-        self.assertIn("changed its fixtures", "\n".join(run.report.errors))
-        # Sandboxed (the default), the same property cannot write at all.
+        self.assert_unsandboxed_review(run)
         sandboxed = self.gate("fixture_writer")
         self.assertIn("fixture write refused", self.run_log("fixture_writer", 1).read_text())
         self.assertEqual(fixture.read_bytes(), original)

@@ -12,10 +12,15 @@ from proto import agent_gate_pb2
 SEAL = "416d960d4898a0da240b55f5ae292c791583126bb0cb12867f156e79aad8bab1"
 
 
-def _result(property_id: str, codes=(0, 0)) -> str:
-    result = agent_gate_pb2.RunResult(property_id=property_id, classification="pass")
+def _result(property_id: str, codes=(0, 0), isolated=True, interfaces=("lo",)) -> str:
+    result = agent_gate_pb2.RunResult(
+        property_id=property_id,
+        classification="pass",
+        network_blocked=set(interfaces) <= {"lo"},
+        network_interfaces=interfaces,
+    )
     for number, code in enumerate(codes, start=1):
-        result.runs.add(run_number=number, exit_code=code)
+        result.runs.add(run_number=number, exit_code=code, isolated=isolated)
     return text_format.MessageToString(result)
 
 
@@ -115,11 +120,40 @@ class GateLoadTest(absltest.TestCase):
         self.assert_fails_closed(self._load(), "runs 1 and 2")
 
     def test_property_that_wrote_into_its_fixtures(self):
-        result = agent_gate_pb2.RunResult(property_id="p")
-        result.runs.add(run_number=1, fixture_seal_before="a", fixture_seal_after="a")
-        result.runs.add(run_number=2, fixture_seal_before="a", fixture_seal_after="b")
+        result = agent_gate_pb2.RunResult(property_id="p", network_blocked=True)
+        result.runs.add(
+            run_number=1, fixture_seal_before="a", fixture_seal_after="a", isolated=True
+        )
+        result.runs.add(
+            run_number=2, fixture_seal_before="a", fixture_seal_after="b", isolated=True
+        )
         self.files["ws/p.result.txtpb"] = text_format.MessageToString(result)
         self.assert_fails_closed(self._load(), "changed its fixtures")
+
+    def test_runs_that_were_not_isolated_fail_closed(self):
+        result = text_format.Parse(_result("p", isolated=False), agent_gate_pb2.RunResult())
+        result.runs[0].isolation_error = "unshare: Operation not permitted"
+        self.files["ws/p.result.txtpb"] = text_format.MessageToString(result)
+        self.assert_fails_closed(
+            self._load(),
+            "p: run the gate under linux-sandbox",
+            "run 1 could not be isolated",
+            "unshare: Operation not permitted",
+        )
+
+    def test_a_double_run_that_saw_the_network_fails_closed(self):
+        self.files["ws/p.result.txtpb"] = _result("p", interfaces=("eth0", "lo"))
+        self.assert_fails_closed(
+            self._load(), "p: run the gate under linux-sandbox", "interfaces eth0, lo"
+        )
+
+    def test_a_result_without_isolation_fields_fails_closed(self):
+        # What a runner from before isolation wrote: the fields are absent, so false.
+        result = agent_gate_pb2.RunResult(property_id="p", classification="pass")
+        result.runs.add(run_number=1)
+        result.runs.add(run_number=2)
+        self.files["ws/p.result.txtpb"] = text_format.MessageToString(result)
+        self.assert_fails_closed(self._load(), "could not be isolated")
 
     def test_garbage_seal_file(self):
         self.files["ws/fix/fix.seal"] = "not a digest\n"

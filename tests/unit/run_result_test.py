@@ -28,6 +28,8 @@ def _runs(number: int) -> st.SearchStrategy[runner.Run]:
         output_sha256=_TEXT,
         fixture_seal_before=_TEXT,
         fixture_seal_after=_TEXT,
+        isolated=st.booleans(),
+        isolation_error=_TEXT,
     )
 
 
@@ -44,6 +46,8 @@ _DOUBLE_RUNS = st.builds(
     ),
     runs=st.tuples(_runs(1), _runs(2)),
     classification=st.sampled_from(["pass", "fail", "flake"]) | _TEXT,
+    network_blocked=st.booleans(),
+    network_interfaces=st.lists(_TEXT, max_size=4).map(tuple),
 )
 
 
@@ -64,10 +68,14 @@ def _expected(double_run: runner.DoubleRun) -> agent_gate_pb2.RunResult:
                 output_sha256=run.output_sha256,
                 fixture_seal_before=run.fixture_seal_before,
                 fixture_seal_after=run.fixture_seal_after,
+                isolated=run.isolated,
+                isolation_error=run.isolation_error,
             )
             for run in double_run.runs
         ],
         classification=double_run.classification,
+        network_blocked=double_run.network_blocked,
+        network_interfaces=double_run.network_interfaces,
     )
 
 
@@ -91,6 +99,23 @@ class RunResultTest(absltest.TestCase):
         )
         self.assertEqual([run.exit_code for run in ours.runs], [0, -9])
         self.assertEqual(ours.classification, "flake")
+
+    def test_a_real_double_run_is_trusted_only_when_isolated_and_offline(self):
+        spec = runner.RunSpec("p", "//:p", Path("/p"), "ws", 1.0)
+        runs = (runner.Run(1, isolated=True), runner.Run(2, isolated=True))
+        for blocked, interfaces, trusted in ((True, ("lo",), True), (False, ("eth0", "lo"), False)):
+            double_run = runner.DoubleRun(spec, runs, "pass", blocked, interfaces)
+            parsed = text_format.Parse(run_result.to_text(double_run), agent_gate_pb2.RunResult())
+            self.assertEqual(run_result.untrusted(parsed) is None, trusted)
+        alone = (runner.Run(1, isolated=True), runner.Run(2, isolation_error="no userns"))
+        parsed = text_format.Parse(
+            run_result.to_text(runner.DoubleRun(spec, alone, "pass", True, ("lo",))),
+            agent_gate_pb2.RunResult(),
+        )
+        self.assertIn(
+            "run 2 could not be isolated from the other run (no userns)",
+            run_result.untrusted(parsed) or "",
+        )
 
     def test_lone_surrogates_survive_as_their_escape(self):
         # An undecodable file name in a seal error arrives as a lone surrogate.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from google.protobuf import text_format
 
-from agent_gate import bazel, bazel_build, quorum
+from agent_gate import bazel, bazel_build, quorum, run_result
 from agent_gate.catalog import Catalog
 from agent_gate.locality import LocalityIndex
 from agent_gate.progress import Progress
@@ -52,6 +52,8 @@ def read_result(path: Path, property_id: str, run_id: str) -> agent_gate_pb2.Run
             f"{path} is not runs 1 and 2 of {property_id} for run id {run_id} (it holds "
             f"{result.property_id!r}, run id {result.run_id!r}, runs {numbers}); retry"
         )
+    if untrusted := run_result.untrusted(result):
+        raise CliError(f"{property_id}: {untrusted}")
     return result
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from google.protobuf import text_format
 
-from agent_gate import ledger, quorum, seal
+from agent_gate import ledger, quorum, run_result, seal
 from proto import agent_gate_pb2
 
 Resolve = Callable[[str], Path | None]
@@ -46,6 +46,8 @@ def read_result(path: Path | None, property_id: str) -> tuple[quorum.RunOutcome 
         exit_codes=(runs[0].exit_code, runs[1].exit_code),
         timed_out=(runs[0].timed_out, runs[1].timed_out),
     )
+    if untrusted := run_result.untrusted(result):
+        return outcome, f"{property_id}: {untrusted}"
     for run in runs:
         if run.fixture_seal_before != run.fixture_seal_after:
             return outcome, (

@@ -9,7 +9,11 @@ values. The evaluator parses it with protobuf, so text it cannot read fails clos
 
 from __future__ import annotations
 
-from agent_gate import runner
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # the evaluator reads results with `untrusted` and never runs one
+    from agent_gate import runner
 
 
 def _string(value: str) -> str:
@@ -63,6 +67,8 @@ def to_text(double_run: runner.DoubleRun) -> str:
                 ("output_sha256", run.output_sha256),
                 ("fixture_seal_before", run.fixture_seal_before),
                 ("fixture_seal_after", run.fixture_seal_after),
+                ("isolated", run.isolated),
+                ("isolation_error", run.isolation_error),
             ],
             "  ",
         )
@@ -71,7 +77,48 @@ def to_text(double_run: runner.DoubleRun) -> str:
         [
             ("classification", double_run.classification),
             ("timeout_seconds", float(spec.timeout_seconds)),
+            ("network_blocked", double_run.network_blocked),
+            *(("network_interfaces", name) for name in double_run.network_interfaces),
         ],
         "",
     )
     return "\n".join(lines) + "\n"
+
+
+class _ReadRun(Protocol):
+    run_number: int
+    isolated: bool
+    isolation_error: str
+
+
+class _ReadResult(Protocol):
+    @property
+    def runs(self) -> Sequence[_ReadRun]: ...
+
+    network_blocked: bool
+
+    @property
+    def network_interfaces(self) -> Sequence[str]: ...
+
+
+def untrusted(result: _ReadResult) -> str | None:
+    """Why a parsed RunResult's exit codes cannot be trusted, or None.
+
+    Both the evaluator and the CLI (`freeze open`, `admit`) refuse such a result.
+    """
+    for run in sorted(result.runs, key=lambda run: run.run_number):
+        if not run.isolated:
+            return (
+                f"run the gate under linux-sandbox on a host that allows user namespaces: "
+                f"run {run.run_number} could not be isolated from the other run "
+                f"({run.isolation_error or 'no reason recorded'}), so it was not run"
+            )
+    if not result.network_blocked:
+        seen = ", ".join(result.network_interfaces) or "none listed"
+        return (
+            "run the gate under linux-sandbox (--spawn_strategy=linux-sandbox, on a host "
+            f"where it works): its double run saw network interfaces {seen}, not only "
+            "loopback, so it ran without a sandbox (Bazel drops block-network silently "
+            "when linux-sandbox is unavailable)"
+        )
+    return None

@@ -1,7 +1,9 @@
 """Runs one property twice, the way `bazel test --runs_per_test=2` would, and records it.
 
-Both runs use the same command, the same runfiles and the same fixtures; each gets
-a fresh TEST_TMPDIR and HOME. What the article says a seal cannot pin (clock zone,
+Both runs use the same command, the same runfiles and the same fixtures; each runs
+in namespaces of its own (`isolation`): a private /tmp, /dev/shm, TEST_TMPDIR and
+HOME, every other path read-only, no writable path shared with the other run, and
+nothing left once it ended. What the article says a seal cannot pin (clock zone,
 locale, hash seed, build time) is pinned here. The result is data: a failing,
 hanging or crashing property never makes the runner itself fail.
 """
@@ -13,7 +15,6 @@ import ctypes
 import hashlib
 import os
 import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_gate import outcome
+from agent_gate import isolation, outcome
 
 # 1980-01-01, the earliest time a zip file can hold: any fixed value works.
 SOURCE_DATE_EPOCH = "315532800"
@@ -53,6 +54,9 @@ class Run:
     output_sha256: str = ""
     fixture_seal_before: str = ""
     fixture_seal_after: str = ""
+    # In namespaces of its own (see `isolation`); when not, the run did not happen.
+    isolated: bool = False
+    isolation_error: str = ""
 
 
 @dataclass(frozen=True)
@@ -62,20 +66,29 @@ class DoubleRun:
     spec: RunSpec
     runs: tuple[Run, Run]
     classification: str
+    # Measured in the action itself: only loopback visible means its sandbox blocks the network.
+    network_blocked: bool = False
+    network_interfaces: tuple[str, ...] = ()
 
 
 def runfiles_dir(executable: Path) -> Path:
     return executable.with_name(executable.name + ".runfiles")
 
 
+def scratch_directories(scratch: Path) -> tuple[Path, ...]:
+    return tuple(scratch / name for name in ("tmp", "home", "outputs", "annotations"))
+
+
 def test_environment(spec: RunSpec, run_number: int, scratch: Path) -> dict[str, str]:
-    """The environment Bazel's test runner gives a test, plus determinism pins."""
+    """The environment Bazel's test runner gives a test, plus determinism pins.
+
+    `scratch` is on the run's own /tmp, which only exists inside its namespace:
+    the run makes `scratch_directories` there before the property starts.
+    """
     runfiles = runfiles_dir(spec.executable)
     tmp = scratch / "tmp"
     home = scratch / "home"
     outputs = scratch / "outputs"
-    for directory in (tmp, home, outputs, scratch / "annotations"):
-        directory.mkdir(parents=True, exist_ok=True)
     env = {key: os.environ[key] for key in _INHERITED if key in os.environ}
     env.setdefault("PATH", "/usr/bin:/bin")
     env.update(
@@ -116,12 +129,6 @@ def _fixture_seal(spec: RunSpec) -> str:
         return seal.seal_files(spec.repo_root, spec.fixture_paths)
     except (OSError, seal.SealError) as error:
         return f"error: {error}"
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Kills the run and every child it left in its process group."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 _PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
@@ -219,65 +226,110 @@ def kill_orphans() -> int:
     return killed
 
 
-def run_once(spec: RunSpec, run_number: int, log_path: Path) -> Run:
+def _private_log(log_path: Path) -> int:
+    """An unnamed file for a run's output, given its name only after both runs.
+
+    A named log would be a file run 1 writes and run 2 can read.
+    """
+    with contextlib.suppress(OSError):
+        return os.open(log_path.parent, os.O_TMPFILE | os.O_RDWR, 0o644)
+    return os.dup(tempfile.TemporaryFile().fileno())
+
+
+def publish_log(fd: int, log_path: Path) -> None:
+    """Give a run's unnamed output file its declared name, then close it."""
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            log_path.unlink()
+        try:
+            os.link(f"/proc/self/fd/{fd}", log_path)
+        except OSError:  # not an O_TMPFILE (or no /proc): copy it
+            os.lseek(fd, 0, os.SEEK_SET)
+            with log_path.open("wb") as stream:
+                while chunk := os.read(fd, 1 << 20):
+                    stream.write(chunk)
+    finally:
+        os.close(fd)
+
+
+def _sha256_fd(fd: int) -> str:
+    digest = hashlib.sha256()
+    os.lseek(fd, 0, os.SEEK_SET)
+    while chunk := os.read(fd, 1 << 20):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def run_once(spec: RunSpec, run_number: int, log_fd: int) -> Run:
+    """One run in namespaces of its own (`isolation`); its output goes to `log_fd`."""
     run = Run(run_number=run_number)
     run.fixture_seal_before = _fixture_seal(spec)
-    with tempfile.TemporaryDirectory(prefix=f"run{run_number}-") as scratch:
-        env = test_environment(spec, run_number, Path(scratch))
-        cwd = runfiles_dir(spec.executable) / spec.workspace
-        started = time.monotonic()
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                [str(spec.executable)],
-                cwd=cwd if cwd.is_dir() else runfiles_dir(spec.executable),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            # A timer kills the run at its timeout while wait() blocks: Popen.wait with
-            # a timeout polls in sleeps of up to 50 ms, which every run would pay.
-            expired = threading.Event()
+    scratch = Path(f"/tmp/agent_gate.run{run_number}")
+    env = test_environment(spec, run_number, scratch)
+    cwd = runfiles_dir(spec.executable) / spec.workspace
+    plan = isolation.Plan(
+        executable=str(spec.executable),
+        env=env,
+        cwd=str(cwd if cwd.is_dir() else runfiles_dir(spec.executable)),
+        directories=tuple(str(path) for path in scratch_directories(scratch)),
+        log_fd=log_fd,
+    )
+    started = time.monotonic()
+    pid, pipe = isolation.start(plan)
+    # A timer kills the run at its timeout while finish() blocks in waitpid. Killing
+    # the chain's process group kills its PID 1, and with it the whole namespace.
+    expired = threading.Event()
 
-            def expire() -> None:
-                expired.set()
-                _kill_group(process)
+    def expire() -> None:
+        expired.set()
+        # The process itself too: it may not have made its process group yet. What it
+        # started is then the runner's (a subreaper's) child, for kill_orphans.
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(ProcessLookupError):
+                kill(pid, signal.SIGKILL)
 
-            timer = threading.Timer(spec.timeout_seconds, expire)
-            timer.start()
-            try:
-                run.exit_code = process.wait()
-            finally:
-                timer.cancel()
-                _kill_group(process)
-                kill_orphans()
-            run.timed_out = expired.is_set()
-        run.duration_seconds = round(time.monotonic() - started, 3)
-    run.output_sha256 = _sha256_file(log_path)
+    timer = threading.Timer(spec.timeout_seconds, expire)
+    timer.start()
+    try:
+        ended = isolation.finish(pid, pipe)
+    finally:
+        timer.cancel()
+        timer.join()  # no thread may be alive when the next run forks
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        kill_orphans()
+    run.timed_out = expired.is_set()
+    run.exit_code = -signal.SIGKILL if run.timed_out else ended.exit_code
+    run.isolated = ended.isolated
+    run.isolation_error = "" if ended.isolated else ended.problem
+    run.duration_seconds = round(time.monotonic() - started, 3)
+    run.output_sha256 = _sha256_fd(log_fd)
     run.fixture_seal_after = _fixture_seal(spec)
     return run
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def run_twice(spec: RunSpec, logs: Sequence[Path]) -> DoubleRun:
     """Both runs of a property. Meant for a process of its own (the PropertyDoubleRun
     action): after each run every remaining child of this process is killed."""
-    first_log, second_log = logs
     become_subreaper()
-    first = run_once(spec, 1, first_log)
-    second = run_once(spec, 2, second_log)
+    interfaces = isolation.network_interfaces()
+    fds = [_private_log(path) for path in logs]
+    try:
+        first = run_once(spec, 1, fds[0])
+        second = run_once(spec, 2, fds[1])
+    finally:
+        for fd, path in zip(fds, logs, strict=True):
+            publish_log(fd, path)
     classification = outcome.classify(
         outcome.RunOutcome(
             exit_codes=(first.exit_code, second.exit_code),
             timed_out=(first.timed_out, second.timed_out),
         )
     )
-    return DoubleRun(spec=spec, runs=(first, second), classification=classification)
+    return DoubleRun(
+        spec=spec,
+        runs=(first, second),
+        classification=classification,
+        network_blocked=isolation.network_blocked(interfaces),
+        network_interfaces=interfaces,
+    )

@@ -54,5 +54,40 @@ while True:
     fi
     exit 0
     ;;
+  leak)
+    # Run 1 leaves a mark in every place it can reach; run 2 fails if it finds
+    # one. Exits 0, 0 only if the runs share no writable path. Each place tried
+    # is logged as `place <path>` so the test can check the host afterwards.
+    mark=agent-gate-leak-probe
+    self=$(readlink -f "$0")
+    places=(/tmp /dev/shm /var/tmp /root / "$TMPDIR" "$TEST_TMPDIR" "$HOME"
+      "$TEST_UNDECLARED_OUTPUTS_DIR" "$PWD" "$RUNFILES_DIR" "$RUNFILES_DIR/.."
+      "$RUNFILES_DIR/../../.." "$RUNFILES_DIR/../../../../.." "$(dirname "$0")"
+      "$(dirname "$self")" "$(dirname "$self")/bazel-bin")
+    for pid in /proc/[0-9]*; do places+=("$pid/cwd" "$pid/root/tmp"); done
+    for place in "${places[@]}"; do
+      echo "place $(readlink -f "$place" 2>/dev/null || echo "$place")"
+      if [[ $TEST_RUN_NUMBER == 1 ]]; then
+        { echo left > "$place/$mark"; } 2>/dev/null && echo "wrote $place"
+      elif [[ -e $place/$mark ]]; then
+        echo "found run 1's mark in $place"
+        exit 1
+      fi
+    done
+    # Run 1's log is an output of the action; run 2 must not read it meanwhile.
+    log="$RUNFILES_DIR/../agent_gate.runs/fault.leak.run1.log"
+    echo "log $log"
+    if [[ $TEST_RUN_NUMBER == 2 && -e $log ]]; then
+      echo "found run 1's log"
+      exit 1
+    fi
+    if [[ $TEST_RUN_NUMBER == 1 ]]; then
+      ipcmk -Q >/dev/null 2>&1 && echo "made a message queue"
+    elif [[ -n $(ipcs -q 2>/dev/null | awk '$1 ~ /^0x/') ]]; then
+      echo "found a message queue"
+      exit 1
+    fi
+    exit 0
+    ;;
   *) exit 99 ;;
 esac
