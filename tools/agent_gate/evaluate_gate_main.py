@@ -14,13 +14,8 @@ from pathlib import Path
 
 from runfiles import runfiles
 
-from agent_gate import full_pass, gate, promote_check, quorum, report
+from agent_gate import evidence, full_pass, gate, promote_check, quorum, report
 from proto import agent_gate_pb2
-
-_LOG_TAIL_LINES = 15
-# A property may print megabytes, even on one line: the test log shows a bounded tail.
-_LOG_TAIL_BYTES = 16 * 1024
-_LOG_LINE_CHARS = 400
 
 
 def _resolver() -> gate.Resolve:
@@ -33,32 +28,16 @@ def _resolver() -> gate.Resolve:
     return resolve
 
 
-def _log_tails(loaded: gate.LoadedGate, result: agent_gate_pb2.GateReport) -> list[str]:
-    """The end of each run's output, for properties that voted no: why, without digging."""
+def _evidence_lines(result: agent_gate_pb2.GateReport) -> list[str]:
+    """Each failing, split or timed-out run's evidence, for the test log."""
     lines: list[str] = []
     for row in result.rows:
-        if row.vote != "no":
-            continue
-        for number, log in enumerate(loaded.logs.get(row.property_id, []), start=1):
-            tail = _tail(log)
-            lines.append(f"--- {row.property_id}, run {number} (last {len(tail)} lines) ---")
-            lines.extend(tail)
+        for run in row.evidence:
+            lines.append(f"--- {row.property_id}, {evidence.describe(run)} ---")
+            if run.output_bytes_omitted:
+                lines.append(f"[... {run.output_bytes_omitted} earlier bytes]")
+            lines.extend(run.output_tail.splitlines())
     return lines
-
-
-def _tail(log: Path) -> list[str]:
-    """The last lines of a run's output, read from its last bytes only, each line cut short."""
-    with log.open("rb") as stream:
-        size = stream.seek(0, os.SEEK_END)
-        stream.seek(max(0, size - _LOG_TAIL_BYTES))
-        data = stream.read()
-    lines = data.decode("utf-8", errors="replace").splitlines()[-_LOG_TAIL_LINES:]
-    return [
-        line
-        if len(line) <= _LOG_LINE_CHARS
-        else f"{line[:_LOG_LINE_CHARS]} [... cut at {_LOG_LINE_CHARS} characters]"
-        for line in lines
-    ]
 
 
 def main(argv: list[str]) -> int:
@@ -73,6 +52,7 @@ def main(argv: list[str]) -> int:
     loaded = gate.load_file(config, resolve)
     evaluate = full_pass.evaluate if loaded.mode == "full_strong_pass" else quorum.evaluate
     result = evaluate(loaded.inputs)
+    evidence.attach(result, loaded.results, loaded.logs, loaded.log_names)
     contradictions = promote_check.promote_problems(result)
     if contradictions:
         # Never expected: the evaluator's own promote contradicts its rows. Fail closed.
@@ -82,7 +62,7 @@ def main(argv: list[str]) -> int:
         result.reasons.insert(0, result.rule)
 
     print("\n".join(report.summary_lines(result)), flush=True)
-    tails = _log_tails(loaded, result)
+    tails = _evidence_lines(result)
     if tails:
         print("\n".join(tails))
 

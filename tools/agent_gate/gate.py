@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +26,16 @@ class LoadedGate:
     label: str
     inputs: quorum.GateInputs
     logs: dict[str, list[Path]]
+    # The run results that held runs 1 and 2 of their property, by property id.
+    results: dict[str, agent_gate_pb2.RunResult] = field(default_factory=dict)
+    # How each property's run logs are named for people: bazel-bin/..., by property id.
+    log_names: dict[str, list[str]] = field(default_factory=dict)
 
 
-def read_result(path: Path | None, property_id: str) -> tuple[quorum.RunOutcome | None, str | None]:
-    """The two runs of a property from its run-result file, or why they cannot be trusted."""
+def parse_result(
+    path: Path | None, property_id: str
+) -> tuple[agent_gate_pb2.RunResult | None, str]:
+    """The run-result file of a property holding its runs 1 and 2, or None and why not."""
     if path is None or not path.is_file():
         return None, f"{property_id}: run result {path} is missing; the runner did not finish"
     try:
@@ -42,6 +48,21 @@ def read_result(path: Path | None, property_id: str) -> tuple[quorum.RunOutcome 
             f"{property_id}: run result {path} does not hold runs 1 and 2 of this property; "
             "re-run the gate"
         )
+    return result, ""
+
+
+def read_result(path: Path | None, property_id: str) -> tuple[quorum.RunOutcome | None, str | None]:
+    """The two runs of a property from its run-result file, or why they cannot be trusted."""
+    result, problem = parse_result(path, property_id)
+    if result is None:
+        return None, problem
+    return _trusted_outcome(result, property_id)
+
+
+def _trusted_outcome(
+    result: agent_gate_pb2.RunResult, property_id: str
+) -> tuple[quorum.RunOutcome, str | None]:
+    runs = sorted(result.runs, key=lambda run: run.run_number)
     outcome = quorum.RunOutcome(
         exit_codes=(runs[0].exit_code, runs[1].exit_code),
         timed_out=(runs[0].timed_out, runs[1].timed_out),
@@ -110,13 +131,20 @@ def load(config: dict[str, Any], resolve: Resolve) -> LoadedGate:
     )
     outcomes: dict[str, quorum.RunOutcome] = {}
     logs: dict[str, list[Path]] = {}
+    results: dict[str, agent_gate_pb2.RunResult] = {}
+    log_names: dict[str, list[str]] = {}
     for property_id, files in config["results"].items():
-        outcome, problem = read_result(resolve(files["result"]), property_id)
+        result, problem = parse_result(resolve(files["result"]), property_id)
+        outcome = None
+        if result is not None:
+            results[property_id] = result
+            outcome, problem = _trusted_outcome(result, property_id)
         if outcome is not None:
             outcomes[property_id] = outcome
         if problem:
             errors.append(problem)
         logs[property_id] = [p for p in (resolve(log) for log in files["logs"]) if p is not None]
+        log_names[property_id] = [_bazel_bin_name(log) for log in files["logs"]]
     ledger_config = config["ledger"]
     rows = _ledger_rows(
         resolve(ledger_config["rlocation"]),
@@ -162,7 +190,19 @@ def load(config: dict[str, Any], resolve: Resolve) -> LoadedGate:
         unsandboxed={key: tuple(value) for key, value in config.get("unsandboxed", {}).items()},
         changed_paths_sha256=config.get("changed_paths_sha256", ""),
     )
-    return LoadedGate(mode=config["mode"], label=config["gate_label"], inputs=inputs, logs=logs)
+    return LoadedGate(
+        mode=config["mode"],
+        label=config["gate_label"],
+        inputs=inputs,
+        logs=logs,
+        results=results,
+        log_names=log_names,
+    )
+
+
+def _bazel_bin_name(rlocation: str) -> str:
+    """`<repo>/pkg/x.run1.log` -> `bazel-bin/pkg/x.run1.log`, where a person finds it."""
+    return "bazel-bin/" + rlocation.partition("/")[2]
 
 
 def load_file(config_path: Path, resolve: Resolve) -> LoadedGate:

@@ -21,6 +21,7 @@ from typing import Any
 from google.protobuf import json_format, text_format
 from google.protobuf.descriptor import Descriptor
 
+from agent_gate import evidence
 from proto import agent_gate_pb2
 
 JSON_NAME = "agent_gate_report.json"
@@ -92,9 +93,36 @@ def _md_list(title: str, items: Sequence[str]) -> list[str]:
     return ["", f"**{title}**", "", *(f"- {_md(item)}" for item in items)]
 
 
+def _fence(text: str) -> str:
+    """A code fence longer than any run of backticks in `text`, so output cannot close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _what_to_fix(report: agent_gate_pb2.GateReport) -> list[str]:
+    """The evidence of every failing, split or timed-out run, first, for the agent to act on."""
+    lines: list[str] = []
+    for row in report.rows:
+        if not row.evidence:
+            continue
+        lines += ["", f"**{_md(row.property_id)}** ({_md(row.strength)}): {_md(row.note)}"]
+        if row.split:
+            lines += ["", f"What differed: {_md(row.split)}"]
+        for run in row.evidence:
+            lines += ["", f"- {_md(evidence.describe(run))}"]
+            body = run.output_tail or "(no output)"
+            if run.output_bytes_omitted:
+                body = f"[... {run.output_bytes_omitted} earlier bytes]\n{body}"
+            fence = _fence(body)
+            lines += ["", f"{fence}text", body, fence]
+    return ["", "### What to fix", *lines] if lines else []
+
+
 def to_markdown(report: agent_gate_pb2.GateReport) -> str:
-    """A pull-request comment: decision and rule first, then every row."""
-    lines = [f"**agent_gate: {_md(report.decision)}** — {_md(report.rule)}", ""]
+    """A pull-request comment: decision and rule first, then what to fix, then every row."""
+    lines = [f"**agent_gate: {_md(report.decision)}** — {_md(report.rule)}"]
+    lines += _what_to_fix(report)
+    lines += [""]
     lines += _md_table(
         ("property", "strength", "matched by", "runs", "classification", "vote", "seal"),
         [
@@ -194,10 +222,15 @@ def to_junit(report: agent_gate_pb2.GateReport) -> str:
                 message=f"{row.classification}; exit codes {_codes(row)}",
                 type=row.classification or "vote_no",
             )
-            failure.text = _xml(
+            details = [
                 f"vote: no\nclassification: {row.classification}\nexit codes: {_codes(row)}\n"
                 f"seal: {row.seal_status}\nmatched by: {row.matched_by}\n{row.note}".rstrip()
-            )
+            ]
+            if row.split:
+                details.append(f"what differed: {row.split}")
+            for run in row.evidence:
+                details += [f"--- {evidence.describe(run)} ---", run.output_tail]
+            failure.text = _xml("\n".join(details))
         elif row.vote == "excluded":
             _sub(case, "skipped", message=EXCLUDED_MESSAGE)
     decision = _sub(suite, "testcase", classname="agent_gate", name="decision", time="0")
@@ -237,6 +270,11 @@ def summary_lines(report: agent_gate_pb2.GateReport) -> list[str]:
             "  " + "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True))
         )
         lines[-1] = lines[-1].rstrip()
+    lines += [
+        f"  evidence: {row.property_id} {evidence.describe(run)}"
+        for row in report.rows
+        for run in row.evidence
+    ]
     lines += [f"  reason: {reason}" for reason in report.reasons]
     lines += [f"  guarded: {path}" for path in report.guarded_paths]
     lines += [f"  unobserved: {path}" for path in report.unobserved_paths]
