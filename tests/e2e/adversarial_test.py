@@ -864,7 +864,7 @@ _agree_with_the_fixture()
             with self.subTest(label):
 
                 def edit(root: Path, names=names) -> None:
-                    touch_calc(root)
+                    break_calc(root)
                     for name in names:
                         path = os.path.join(os.fsencode(root), name)
                         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -873,6 +873,7 @@ _agree_with_the_fixture()
 
                 scored = self.run_case(f"names_{label}", edit)
                 self.assertNotIn("Traceback", scored.stderr)
+                _say(f"    {label}: {scored.stderr.strip().splitlines()[-1][:300]}")
 
     # --- paths ------------------------------------------------------------------------
 

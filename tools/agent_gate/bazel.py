@@ -248,6 +248,14 @@ def encode_path(path: str) -> str:
     _check_value("changed path", path)
     if not path:
         raise GateInputError("changed path is empty")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise GateInputError(
+            f"changed path {shown!r} is not UTF-8; Bazel's flags and the gate's config (JSON) "
+            "cannot carry its bytes faithfully"
+        ) from None
     return path.replace("%", "%25").replace(",", "%2C")
 
 
@@ -326,17 +334,27 @@ def _split_bazelrc(startup_flags: Sequence[str]) -> tuple[list[str], str | None]
     return kept, user_rc
 
 
+def _rc_line(command: str, word: str) -> str:
+    """One rc line; the closing `#` (an empty comment) keeps the word's last byte.
+
+    The rc reader joins a line ending in a backslash with the next one, escaped or
+    not, and strips trailing whitespace (an escaped space or form feed included)
+    before it tokenizes: the comment ends every line with neither.
+    """
+    return f"{command} {word} #"
+
+
 def write_rc_file(path: Path, flags: Sequence[str], user_rc: str | None) -> None:
     """An rc file with the gate flags under `test`, importing the rc it displaces."""
     lines = ["# agent_gate: the flags of one gate run (too long for the command line)."]
     if user_rc is not None:
         if user_rc != "/dev/null":
-            lines.append(f"import {_rc_quote(user_rc)}")
+            lines.append(_rc_line("import", _rc_quote(user_rc)))
     else:
         home = os.environ.get("HOME")
         if home:
-            lines.append(f"try-import {_rc_quote(str(Path(home) / '.bazelrc'))}")
-    lines.extend(f"test {_rc_quote(flag)}" for flag in flags)
+            lines.append(_rc_line("try-import", _rc_quote(str(Path(home) / ".bazelrc"))))
+    lines.extend(_rc_line("test", _rc_quote(flag)) for flag in flags)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
 
 

@@ -328,6 +328,11 @@ def _expected_gate_flags(
 def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
     """Score one patch; returns the decision's exit code (CliError: exit 2)."""
     data, touched = read_candidate(options.patch)
+    for path in touched:  # before anything runs: a name no flag can carry is refused
+        try:
+            bazel.encode_path(path)
+        except bazel.GateInputError as error:
+            raise CliError(f"the patch cannot be scored automatically: {error}") from None
     override = make_override(options.override_ignore, options.override_by)
     bazel_build.bazel_binary()
     repo = worktree.open_repo(options.workspace)
