@@ -707,6 +707,42 @@ _agree_with_the_fixture()
         self.assertIn("tools/bazel", scored.guarded())
         self.assertNotIn("forged", scored.stdout + scored.stderr)
 
+    def test_launcher_committed_at_the_base_is_never_run(self):
+        """The base itself holds a tools/bazel that forges the verdict; the CLI skips the launcher.
+
+        Scored as a user would: no AGENT_GATE_BAZEL, Debian's `bazel` launcher first on
+        PATH (it execs a workspace's tools/bazel). The CLI must run the real binary
+        beside the launcher, so the hook never runs, and the broken code is rejected.
+        """
+        marker = self.repo.top / "launcher_ran"
+        hook = FORGING_LAUNCHER.replace(
+            "#!/usr/bin/env bash\n", f"#!/usr/bin/env bash\ntouch {marker}\n", 1
+        )
+
+        def setup(root: Path) -> None:
+            _write(root, "tools/bazel", hook)
+            (root / "tools/bazel").chmod(0o755)
+
+        launcher = shutil.which("bazel")
+        if launcher is None or not bazel_lib._is_script(Path(launcher)):
+            self.skipTest("the bazel on PATH is not a launcher script")
+        saved = self.repo.env
+        self.repo.env = {key: value for key, value in saved.items() if key != "AGENT_GATE_BAZEL"}
+        try:
+            scored = self.run_case("launcher_at_the_base", break_calc, setup=setup)
+        finally:
+            if self.repo.scoring.is_dir():  # the default output base's server: stop it
+                subprocess.run(
+                    [REAL_BAZEL, "shutdown"],
+                    cwd=self.repo.scoring,
+                    env=self.repo.env,
+                    capture_output=True,
+                    check=False,
+                )
+            self.repo.env = saved
+        self.assertFalse(marker.exists(), "the CLI ran the workspace's tools/bazel")
+        self.assertEqual(scored.exit_code, EXIT["reject"], self._explain(scored))
+
     def test_imported_rc_file_forges_the_verdict_with_run_under(self):
         """The workspace .bazelrc try-imports user.bazelrc; a patch adds one with --run_under."""
 

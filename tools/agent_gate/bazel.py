@@ -419,6 +419,7 @@ def server_info(
             check=False,
         )
     except subprocess.TimeoutExpired:
+        stop_server(bazel, workspace, startup)
         raise deadline.error("`bazel info`") from None
     values: dict[str, Path] = {}
     for line in done.stdout.splitlines():
