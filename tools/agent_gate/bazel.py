@@ -440,17 +440,33 @@ def _server_pid(output_base: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _is_server_of(pid: int, output_base: Path) -> bool:
-    """Whether `pid` is a live Bazel server of `output_base` (pid files outlive servers)."""
+def _cmdline(pid: int) -> list[bytes]:
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
-        return False
-    return f"--output_base={output_base}".encode() in cmdline.split(b"\0")
+        return []
+
+
+def _servers_of(workspace: Path, output_base: Path | None) -> list[int]:
+    """Live Bazel servers of `workspace` (its server names it in --workspace_directory).
+
+    Also the one of `output_base`'s pid file: pid files outlive servers, so a pid
+    counts only while its command line still names that output base.
+    """
+    wanted = f"--workspace_directory={Path(workspace).absolute()}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and wanted in _cmdline(int(entry.name)):
+            found.append(int(entry.name))
+    if output_base is not None:
+        pid = _server_pid(output_base)
+        if pid is not None and f"--output_base={output_base}".encode() in _cmdline(pid):
+            found.append(pid)
+    return sorted(set(found))
 
 
 def stop_server(bazel: str, workspace: Path, startup: Sequence[str] = ()) -> None:
-    """Stop the workspace's server: `bazel shutdown`, else SIGKILL by its pid file."""
+    """Stop the workspace's server: `bazel shutdown`, else SIGKILL (pid file, /proc)."""
     # On a timeout subprocess.run kills the client; the server is killed below.
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         subprocess.run(
@@ -463,11 +479,8 @@ def stop_server(bazel: str, workspace: Path, startup: Sequence[str] = ()) -> Non
             check=False,
         )
     output_base = _SERVERS.get(str(Path(workspace).absolute()))
-    if output_base is None:
-        return
-    pid = _server_pid(output_base)
-    if pid is not None and _is_server_of(pid, output_base):
-        with contextlib.suppress(ProcessLookupError):
+    for pid in _servers_of(workspace, output_base):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
 
 
