@@ -12,8 +12,8 @@ from absl.testing import absltest
 
 from agent_gate import quorum
 
-FLAG = re.compile(r"--@agent_gate//:([a-z_]+)")
-DEFINED = re.compile(r'string_flag\(\s*name = "([a-z_]+)"', re.MULTILINE)
+FLAG = re.compile(r"--@agent_gate//:([a-z0-9_]+)")
+DEFINED = re.compile(r'string_flag\(\s*name = "([a-z0-9_]+)"', re.MULTILINE)
 
 
 def _docs_text() -> str:
