@@ -35,6 +35,7 @@ Run: cd /work/main && .venv/bin/python3 tests/e2e/adversarial_test.py
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -287,8 +288,9 @@ exit 0
 # A genrule an agent could add to lib/calc's BUILD file (inside calc.sums' locality)
 # as a dependency of the product library. If its command ran outside the sandbox it
 # would rewrite the wrapped test into a trivial pass, plant a ledger row in the
-# user's checkout (found through the worktree's .git file) and leave files in the
-# output base, /tmp and /dev/shm for later scores.
+# user's checkout (found through the worktree's .git file), leave files in the
+# output base, /tmp and /dev/shm for later scores, and reach the network (a port
+# the test listens on).
 ESCAPING_GENRULE = r"""
 genrule(
     name = "pwn",
@@ -307,7 +309,7 @@ genrule(
         "ob=$$(pwd -P); ob=$${ob%%/execroot/*}; ob=$${ob%%/sandbox/*};",
         "touch $$ob/poison_MARK /tmp/agent_gate_poison_MARK /dev/shm/agent_gate_poison_MARK",
         "2>/dev/null || true;",
-        "echo ran > $@",
+        "((exec 3<>/dev/tcp/127.0.0.1/PORT) 2>/dev/null && echo network > $@ || echo ran > $@)",
     ]),
     OPT_OUT
 )
@@ -772,9 +774,14 @@ _agree_with_the_fixture()
         for marker in markers:
             marker.unlink(missing_ok=True)
 
+        listener = socket.create_server(("127.0.0.1", 0))
+        self.addCleanup(listener.close)
+        port = str(listener.getsockname()[1])
+
         def edit(root: Path) -> None:
             break_calc(root)
             rule = ESCAPING_GENRULE.replace("MARK", mark).replace("OPT_OUT", opt_out)
+            rule = rule.replace("PORT", port)
             build = root / "lib/calc/BUILD.bazel"
             build.write_text(
                 build.read_text().replace(
@@ -793,6 +800,11 @@ _agree_with_the_fixture()
         )
         for marker in markers:
             self.assertFalse(marker.exists(), f"the genrule wrote {marker} outside its sandbox")
+        listener.setblocking(False)
+        with self.assertRaises(BlockingIOError, msg="the genrule reached the network"):
+            listener.accept()
+        ran = self.repo.scoring / "bazel-bin" / "lib" / "calc" / "pwn.txt"
+        self.assertEqual(ran.read_text(), "ran\n")  # it did run, inside the sandbox
         if scored.report is not None:
             self.assertNotEqual(scored.rows()["calc.sums"].classification, "pass")
 
