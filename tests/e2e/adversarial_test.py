@@ -941,6 +941,27 @@ _agree_with_the_fixture()
         self.assertEqual(rows["fmt.roundtrip"].matched_by, "lib/fmt/rules.py")
         self.assertEqual(rows["fmt.roundtrip"].vote, "yes")  # the new side alone would promote
 
+    def test_reader_and_git_disagree_about_a_name(self):
+        """A classic header whose timestamp follows a space: git edits ledger.txtpb.
+
+        A reader that keeps `ledger.txtpb 2020-01-01 ...` as the name tells the gate of a
+        file nobody guards; the CLI compares its list with git's own reading of the
+        applied tree and stops (or, with a reader that agrees with git, the guard fires).
+        """
+        self.repo.base()
+        code, _ = self.repo.candidate(touch_calc)
+        ledger_edit = (
+            b"--- a/ledger.txtpb 2020-01-01 00:00:00.000000000 +0000\n"
+            b"+++ b/ledger.txtpb 2020-01-01 00:00:00.000000000 +0000\n@@ -5 +5 @@\n"
+            b"-# in a reviewed change; an agent patch that edits this file goes to review.\n"
+            b"+# by any agent that feels like it.\n"
+        )
+        scored = self.run_case("name_disagreement", None, patch=code + ledger_edit)
+        if scored.exit_code == EXIT["error"]:
+            self.assertIn("disagree", scored.stderr)
+        else:
+            self.assert_caught_by_guard(scored, "ledger.txtpb")
+
     def test_ledger_edit_hidden_after_a_binary_hunk(self):
         """`git apply` applies a plain diff placed after a GIT binary patch; it must be guarded."""
         self.repo.base()
