@@ -7,7 +7,11 @@ argument (Linux caps a single argv string at 128 KiB), so past a threshold the
 flags go into a temporary rc file passed as `bazel --bazelrc=<file> test ...`;
 that file first imports the rc file `--bazelrc` would otherwise have replaced
 (`~/.bazelrc`, or the caller's own `--bazelrc`), so nothing the user configured
-is lost. The workspace's own `.bazelrc` is read either way.
+is lost. The workspace's own `.bazelrc` is read either way. Every special byte
+of an rc word is backslash-escaped (Bazel's rc tokenizer honours no quotes), and
+`changed_paths_sha256` carries the digest of the exact list, which the report
+must echo. The binary run is the real Bazel, never a launcher script that would
+exec a workspace's `tools/bazel` (`find_bazel`).
 
 The decision comes from the JSON report the gate test writes to its undeclared
 outputs (`bazel-testlogs/<target>/test.outputs/outputs.zip`), never from bazel's

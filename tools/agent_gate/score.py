@@ -3,9 +3,13 @@
 In the scoring worktree at the base revision: read the catalog from the build
 graph; seal every fixture tree on the real filesystem **before** the patch is
 applied (drift: fixture_fault, the patch is never applied); `git apply --check`
-and apply the patch; take the touched paths from the patch itself; count the
-commits since each open ledger row was opened; `bazel test //:agent_gate` with
-those flags and a fresh run id; print the decision and the rows; write the JSON
+and apply the patch; take the touched paths from the patch itself and check them
+against git's own reading of the applied tree (any disagreement: exit 2); send a
+symlink change or a file that configures Bazel (by name or where it resolves) to
+review without running Bazel on the tree; count the commits since each open
+ledger row was opened; `bazel test //:agent_gate` with those flags, a fresh run
+id and every action sandboxed; before a promote, re-derive the decision from the
+CLI's own inputs (verdict_check); print the decision and the rows; write the JSON
 report and its Markdown summary; exit with the decision's code. Anything that
 keeps the gate from deciding is exit 2, never a promote.
 """
