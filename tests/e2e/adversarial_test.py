@@ -187,7 +187,9 @@ class Monorepo:
         _git(self.root, "clean", "-q", "-fdx", "-e", "/bazel-*")
         return text, after
 
-    def score(self, name: str, patch: bytes, timeout: float = 900) -> Scored:
+    def score(
+        self, name: str, patch: bytes, timeout: float = 900, extra: tuple[str, ...] = ()
+    ) -> Scored:
         patch_file = self.reports / f"{name}.patch"
         patch_file.write_bytes(patch)
         out = self.reports / f"{name}.json"
@@ -202,6 +204,7 @@ class Monorepo:
                 str(self.root),
                 "--report",
                 str(out),
+                *extra,
             ],
             cwd=self.top,
             env=self.env,
@@ -376,6 +379,7 @@ class _Scoring(absltest.TestCase):
         setup: Callable[[Path], None] | None = None,
         empty_commits: int = 0,
         patch: bytes | None = None,
+        extra: tuple[str, ...] = (),
     ) -> Scored:
         base = self.repo.base(setup, empty_commits)
         if patch is None:
@@ -383,7 +387,7 @@ class _Scoring(absltest.TestCase):
         else:
             after = {}
         ledger_before = (self.repo.root / "ledger.txtpb").read_bytes()
-        scored = self.repo.score(name, patch)
+        scored = self.repo.score(name, patch, extra=extra)
         TIMINGS.append((name, scored.seconds, f"{scored.decision} (exit {scored.exit_code})"))
         TALLY[name] = scored.exit_code != 0 and scored.decision != "promote"
         _say(
@@ -922,6 +926,38 @@ _agree_with_the_fixture()
                 scored = self.run_case(f"names_{label}", edit)
                 self.assertNotIn("Traceback", scored.stderr)
                 _say(f"    {label}: {scored.stderr.strip().splitlines()[-1][:300]}")
+
+    # --- time ---------------------------------------------------------------------------
+
+    def test_a_patch_that_stalls_the_runs_meets_the_deadline(self):
+        """Product code that sleeps at import: the score stops at its deadline, leaving nothing.
+
+        Nothing is decided (exit 2), and neither the bazel client nor its server (which a
+        stalled build keeps busy) outlives the CLI.
+        """
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            calc = root / "lib/calc/calc.py"
+            calc.write_text(calc.read_text() + "\nimport time  # noqa: E402\n\ntime.sleep(600)\n")
+
+        started = time.monotonic()
+        scored = self.run_case("stalled_runs", edit, extra=("--deadline", "40"))
+        self.assertEqual(scored.exit_code, EXIT["error"], self._explain(scored))
+        self.assertIn("deadline of 40s", scored.stderr)
+        self.assertLess(time.monotonic() - started, 40 + 60)
+        # Bazel's client and server name the worktree; the sandboxed runs, the output base.
+        needles = [str(self.repo.scoring).encode(), str(self.repo.output_base).encode()]
+        left = []
+        for proc in Path("/proc").iterdir():
+            if proc.name.isdigit():
+                try:
+                    cmdline = (proc / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                if any(needle in cmdline for needle in needles):
+                    left.append((int(proc.name), cmdline[:200]))
+        self.assertEqual(left, [], "a process of the gate outlived the deadline")
 
     # --- paths ------------------------------------------------------------------------
 
