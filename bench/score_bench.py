@@ -2,7 +2,8 @@
 
 A git copy of examples/monorepo (its WORKSPACE's `local_repository(path = "../..")`
 rewritten to this checkout), scored once untimed so the scoring worktree
-(`<copy>/.git/agent_gate/scoring`) and its Bazel server exist and are warm. Then,
+(`$XDG_CACHE_HOME/agent_gate/monorepo-<hash>/scoring`, a cache directory of this
+run outside /tmp, which the sandbox hides) and its Bazel server exist and are warm. Then,
 interleaved, order alternating:
 
 * ours: `tools/agent-gate score --patch examples/patches/promote_refactor.patch
@@ -21,10 +22,12 @@ time goes.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -145,7 +148,11 @@ def bench(ctx: Context) -> Section:
     reports = scratch / "reports"
     reports.mkdir()
     make_repo(copy)
-    scoring = copy / ".git" / "agent_gate" / "scoring"
+    # The scoring worktree lives in the cache directory; not under /tmp, which every
+    # sandboxed action gets as a private tmpfs (the CLI refuses a worktree there).
+    cache = Path(tempfile.mkdtemp(prefix="agent_gate-bench-cache-", dir="/var/tmp"))
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    scoring = cache / "agent_gate" / "none" / "scoring"
     server = Bazel(scoring)
     baseline = [
         "test",
@@ -155,7 +162,9 @@ def bench(ctx: Context) -> Section:
     ]
     try:
         ctx.log("score: first score (untimed: creates the scoring worktree, starts its server)")
-        first, _ = timed(_score_argv(copy, reports / "first.json"))
+        first, _ = timed(_score_argv(copy, reports / "first.json"), env=env)
+        (scoring,) = (cache / "agent_gate").glob("*/scoring")
+        server = Bazel(scoring)
         _check_score(reports / "first.json", scoring)
         if plan.warmup:
             server(*baseline)
@@ -169,7 +178,7 @@ def bench(ctx: Context) -> Section:
             for side in sides:
                 if side == "score":
                     report = reports / f"score-{rep}.json"
-                    seconds, _ = timed(_score_argv(copy, report))
+                    seconds, _ = timed(_score_argv(copy, report), env=env)
                     own_s.append(_check_score(report, scoring))
                     ours_s.append(seconds)
                 else:
@@ -179,16 +188,18 @@ def bench(ctx: Context) -> Section:
                     _check_baseline(base_log, scoring, since)
                     theirs_s.append(seconds)
         ctx.log("score: one more score without --quiet, for its timing line")
-        shown, result = timed(_score_argv(copy, reports / "timing.json", quiet=False))
+        shown, result = timed(_score_argv(copy, reports / "timing.json", quiet=False), env=env)
         _check_score(reports / "timing.json", scoring)
         timing = parse_timing(result.stderr.decode(errors="replace"))
-        logs = copy / ".git" / "agent_gate" / "runs" / _run_id(reports / "timing.json")
+        logs = scoring.parent / "runs" / _run_id(reports / "timing.json")
         catalog_bazel = bazel_elapsed((logs / "catalog.log").read_text(errors="replace"))
         gate_bazel = bazel_elapsed((logs / "bazel.log").read_text(errors="replace"))
         base_bazel = bazel_elapsed(base_log.decode(errors="replace"))
     finally:
-        server.shutdown()
+        if scoring.is_dir():
+            server.shutdown()
         ctx.discard(scratch)
+        shutil.rmtree(cache, ignore_errors=True)
 
     ours, theirs = Series(tuple(ours_s)), Series(tuple(theirs_s))
     section.checks.append(
@@ -267,7 +278,7 @@ def bench(ctx: Context) -> Section:
         "--workspace COPY --quiet --report OUT.json",
         "bazel test --runs_per_test=2 --nocache_test_results "
         + " ".join(f"//:{property_id}" for property_id in MATCHED)
-        + "    # in COPY/.git/agent_gate/scoring",
+        + "    # in the scoring worktree, $XDG_CACHE_HOME/agent_gate/monorepo-<hash>/scoring",
     ]
     section.method = [
         "COPY: a git repository holding examples/monorepo, its `local_repository(agent_gate)` "

@@ -35,6 +35,7 @@ Run: cd /work/main && .venv/bin/python3 tests/e2e/adversarial_test.py
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -54,11 +55,17 @@ import wired_copy  # noqa: E402
 from absl.testing import absltest  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 
+from agent_gate import bazel as bazel_lib  # noqa: E402
 from agent_gate import patch as patch_lib  # noqa: E402
 from agent_gate import seal  # noqa: E402
 from proto import agent_gate_pb2  # noqa: E402
 
 CLI = ROOT / "tools" / "agent-gate"
+# The real Bazel binary, which the CLI itself would resolve from the launcher.
+REAL_BAZEL = bazel_lib.find_bazel()
+# Not /tmp: every sandboxed action gets a private tmpfs there, which linux-sandbox
+# cannot mount over an output base below it (the CLI refuses such a layout).
+TEMP_ROOT = "/var/tmp"
 SOURCE = ROOT / "tests" / "e2e" / "adversarial" / "workspace"
 EXIT = {
     "promote": 0,
@@ -132,22 +139,27 @@ class Monorepo:
         _git(self.root, "commit", "-q", "-m", "base: the adversarial monorepo")
         _git(self.root, "tag", "clean")
         self.reports.mkdir()
-        # Every bazel the CLI starts uses a private output base, deleted at the end.
+        # Every bazel the CLI starts is the real binary (never the launcher, which
+        # would run a patch's tools/bazel) with a private output base, deleted at the end.
         self.bin.mkdir()
         wrapper = self.bin / "bazel"
-        real = shutil.which("bazel")
-        assert real is not None, "bazel is not on PATH; run tools/bootstrap"
-        wrapper.write_text(f'#!/bin/sh\nexec "{real}" --output_base="{self.output_base}" "$@"\n')
+        wrapper.write_text(
+            f'#!/bin/sh\nexec "{REAL_BAZEL}" --output_base="{self.output_base}" "$@"\n'
+        )
         wrapper.chmod(0o755)
+        self.cache = top / "cache"
         self.env = {
             **os.environ,
-            "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}",
+            "AGENT_GATE_BAZEL": str(wrapper),
+            "XDG_CACHE_HOME": str(self.cache),
             "GIT_CEILING_DIRECTORIES": str(top),
         }
 
     @property
     def scoring(self) -> Path:
-        return self.root / ".git" / "agent_gate" / "scoring"
+        """The scoring worktree, in the cache directory (never inside the checkout)."""
+        found = sorted((self.cache / "agent_gate").glob("*/scoring"))
+        return found[0] if found else self.cache / "agent_gate" / "none" / "scoring"
 
     def sha(self, rev: str = "HEAD") -> str:
         return _git(self.root, "rev-parse", rev).decode().strip()
@@ -175,7 +187,9 @@ class Monorepo:
         _git(self.root, "clean", "-q", "-fdx", "-e", "/bazel-*")
         return text, after
 
-    def score(self, name: str, patch: bytes, timeout: float = 900) -> Scored:
+    def score(
+        self, name: str, patch: bytes, timeout: float = 900, extra: tuple[str, ...] = ()
+    ) -> Scored:
         patch_file = self.reports / f"{name}.patch"
         patch_file.write_bytes(patch)
         out = self.reports / f"{name}.json"
@@ -190,6 +204,7 @@ class Monorepo:
                 str(self.root),
                 "--report",
                 str(out),
+                *extra,
             ],
             cwd=self.top,
             env=self.env,
@@ -228,7 +243,7 @@ _state: dict[str, Monorepo] = {}
 
 
 def setUpModule() -> None:
-    top = Path(tempfile.mkdtemp(prefix="agent_gate-adversarial-")).resolve()
+    top = Path(tempfile.mkdtemp(prefix="agent_gate-adversarial-", dir=TEMP_ROOT)).resolve()
     _state["repo"] = Monorepo(top)
     _say(f"  adversarial: monorepo {top / 'monorepo'}")
 
@@ -270,6 +285,37 @@ with zipfile.ZipFile(archive, "w") as z:
         z.writestr(name, data)
 PY
 exit 0
+"""
+
+
+# A genrule an agent could add to lib/calc's BUILD file (inside calc.sums' locality)
+# as a dependency of the product library. If its command ran outside the sandbox it
+# would rewrite the wrapped test into a trivial pass, plant a ledger row in the
+# user's checkout (found through the worktree's .git file), leave files in the
+# output base, /tmp and /dev/shm for later scores, and reach the network (a port
+# the test listens on).
+ESCAPING_GENRULE = r"""
+genrule(
+    name = "pwn",
+    srcs = ["calc.py"],
+    outs = ["pwn.txt"],
+    cmd = " ".join([
+        "src=$$(readlink -f $(location calc.py));",
+        "ws=$${src%/lib/calc/calc.py};",
+        "printf 'import unittest\\nclass T(unittest.TestCase):\\n    def test_ok(self):\\n",
+        "        pass\\nif __name__ == \\x22__main__\\x22:\\n    unittest.main()\\n'",
+        "> $$ws/checks/sums_test.py 2>/dev/null || true;",
+        "gitdir=$$(sed -n 's/^gitdir: //p' $$ws/.git 2>/dev/null);",
+        "user=$${gitdir%/.git/worktrees/*};",
+        "printf 'freeze { property_id: \\x22calc.sums\\x22 }\\n' >> $$user/ledger.txtpb",
+        "2>/dev/null || true;",
+        "ob=$$(pwd -P); ob=$${ob%%/execroot/*}; ob=$${ob%%/sandbox/*};",
+        "touch $$ob/poison_MARK /tmp/agent_gate_poison_MARK /dev/shm/agent_gate_poison_MARK",
+        "2>/dev/null || true;",
+        "((exec 3<>/dev/tcp/127.0.0.1/PORT) 2>/dev/null && echo network > $@ || echo ran > $@)",
+    ]),
+    OPT_OUT
+)
 """
 
 
@@ -333,6 +379,7 @@ class _Scoring(absltest.TestCase):
         setup: Callable[[Path], None] | None = None,
         empty_commits: int = 0,
         patch: bytes | None = None,
+        extra: tuple[str, ...] = (),
     ) -> Scored:
         base = self.repo.base(setup, empty_commits)
         if patch is None:
@@ -340,7 +387,7 @@ class _Scoring(absltest.TestCase):
         else:
             after = {}
         ledger_before = (self.repo.root / "ledger.txtpb").read_bytes()
-        scored = self.repo.score(name, patch)
+        scored = self.repo.score(name, patch, extra=extra)
         TIMINGS.append((name, scored.seconds, f"{scored.decision} (exit {scored.exit_code})"))
         TALLY[name] = scored.exit_code != 0 and scored.decision != "promote"
         _say(
@@ -666,6 +713,42 @@ _agree_with_the_fixture()
         self.assertIn("tools/bazel", scored.guarded())
         self.assertNotIn("forged", scored.stdout + scored.stderr)
 
+    def test_launcher_committed_at_the_base_is_never_run(self):
+        """The base itself holds a tools/bazel that forges the verdict; the CLI skips the launcher.
+
+        Scored as a user would: no AGENT_GATE_BAZEL, Debian's `bazel` launcher first on
+        PATH (it execs a workspace's tools/bazel). The CLI must run the real binary
+        beside the launcher, so the hook never runs, and the broken code is rejected.
+        """
+        marker = self.repo.top / "launcher_ran"
+        hook = FORGING_LAUNCHER.replace(
+            "#!/usr/bin/env bash\n", f"#!/usr/bin/env bash\ntouch {marker}\n", 1
+        )
+
+        def setup(root: Path) -> None:
+            _write(root, "tools/bazel", hook)
+            (root / "tools/bazel").chmod(0o755)
+
+        launcher = shutil.which("bazel")
+        if launcher is None or not bazel_lib._is_script(Path(launcher)):
+            self.skipTest("the bazel on PATH is not a launcher script")
+        saved = self.repo.env
+        self.repo.env = {key: value for key, value in saved.items() if key != "AGENT_GATE_BAZEL"}
+        try:
+            scored = self.run_case("launcher_at_the_base", break_calc, setup=setup)
+        finally:
+            if self.repo.scoring.is_dir():  # the default output base's server: stop it
+                subprocess.run(
+                    [REAL_BAZEL, "shutdown"],
+                    cwd=self.repo.scoring,
+                    env=self.repo.env,
+                    capture_output=True,
+                    check=False,
+                )
+            self.repo.env = saved
+        self.assertFalse(marker.exists(), "the CLI ran the workspace's tools/bazel")
+        self.assertEqual(scored.exit_code, EXIT["reject"], self._explain(scored))
+
     def test_imported_rc_file_forges_the_verdict_with_run_under(self):
         """The workspace .bazelrc try-imports user.bazelrc; a patch adds one with --run_under."""
 
@@ -681,6 +764,200 @@ _agree_with_the_fixture()
         self.assertEqual(scored.decision, "review", self._explain(scored))
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
         self.assertIn("user.bazelrc", scored.guarded())
+
+    # --- actions that opt out of the sandbox ------------------------------------------
+
+    def _escaping_genrule_case(self, name: str, opt_out: str) -> None:
+        """A genrule in a locality opts out of the sandbox to rewrite the test; it must not."""
+        mark = name
+        markers = [
+            self.repo.output_base / f"poison_{mark}",
+            Path(f"/tmp/agent_gate_poison_{mark}"),
+            Path(f"/dev/shm/agent_gate_poison_{mark}"),
+        ]
+        for marker in markers:
+            marker.unlink(missing_ok=True)
+
+        listener = socket.create_server(("127.0.0.1", 0))
+        self.addCleanup(listener.close)
+        port = str(listener.getsockname()[1])
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            rule = ESCAPING_GENRULE.replace("MARK", mark).replace("OPT_OUT", opt_out)
+            rule = rule.replace("PORT", port)
+            build = root / "lib/calc/BUILD.bazel"
+            build.write_text(
+                build.read_text().replace(
+                    '    srcs = glob(["*.py"]),\n',
+                    '    srcs = glob(["*.py"]),\n    data = [":pwn"],\n',
+                )
+                + rule
+            )
+
+        scored = self.run_case(name, edit)
+        # Nothing outside the sandbox changed: the predicate, the output base, /tmp, /dev/shm.
+        self.assertEqual(
+            (self.repo.scoring / "checks/sums_test.py").read_bytes(),
+            (SOURCE / "checks/sums_test.py").read_bytes(),
+            "the genrule rewrote the wrapped test in the scoring worktree",
+        )
+        for marker in markers:
+            self.assertFalse(marker.exists(), f"the genrule wrote {marker} outside its sandbox")
+        listener.setblocking(False)
+        with self.assertRaises(BlockingIOError, msg="the genrule reached the network"):
+            listener.accept()
+        ran = self.repo.scoring / "bazel-bin" / "lib" / "calc" / "pwn.txt"
+        self.assertEqual(ran.read_text(), "ran\n")  # it did run, inside the sandbox
+        if scored.report is not None:
+            self.assertNotEqual(scored.rows()["calc.sums"].classification, "pass")
+
+    def test_genrule_with_local_runs_in_the_sandbox_anyway(self):
+        self._escaping_genrule_case("genrule_local", "local = 1,")
+
+    def test_genrule_tagged_no_sandbox_runs_in_the_sandbox_anyway(self):
+        self._escaping_genrule_case(
+            "genrule_no_sandbox", 'tags = ["no-sandbox", "requires-network"],'
+        )
+
+    # --- symlinks reach what Bazel reads -------------------------------------------------
+
+    def test_directory_symlink_makes_a_launcher_of_a_locality_file(self):
+        """`tools -> lib/calc/hook`, where hook/bazel forges the verdict: a tools/bazel detour."""
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            _write(root, "lib/calc/hook/bazel", FORGING_LAUNCHER)
+            (root / "lib/calc/hook/bazel").chmod(0o755)
+            os.symlink("lib/calc/hook", root / "tools")
+
+        scored = self.run_case("tools_symlink_to_locality", edit)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn("tools", scored.guarded())
+        self.assertNotIn("forged", scored.stdout + scored.stderr)
+
+    def test_symlink_loop_through_the_launcher_does_not_hang(self):
+        """`tools -> /usr/bin`: the launcher would exec /usr/bin/bazel as tools/bazel forever."""
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            os.symlink("/usr/bin", root / "tools")
+
+        started = time.monotonic()
+        scored = self.run_case("tools_symlink_loop", edit)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn("tools", scored.guarded())
+        self.assertLess(time.monotonic() - started, 300)
+
+    def test_symlink_retargeted_inside_a_locality(self):
+        """A symlink is configuration: retargeting one inside a locality is review."""
+
+        def setup(root: Path) -> None:
+            os.symlink("calc.py", root / "lib/calc/alias.py")
+
+        def edit(root: Path) -> None:
+            (root / "lib/calc/alias.py").unlink()
+            os.symlink("rules.py", root / "lib/calc/alias.py")
+
+        scored = self.run_case("symlink_retargeted", edit, setup=setup)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn("lib/calc/alias.py", scored.guarded())
+
+    def test_nested_bazel_configuration_files_anywhere(self):
+        """An rc file, .bazelignore or WORKSPACE anywhere in the tree is Bazel configuration."""
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            _write(root, "lib/calc/.bazelignore", "checks\n")
+            _write(root, "lib/calc/sub/WORKSPACE.bazel", "")
+
+        scored = self.run_case("nested_bazel_configuration", edit)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn("lib/calc/.bazelignore", scored.guarded())
+        self.assertIn("lib/calc/sub/WORKSPACE.bazel", scored.guarded())
+
+    # --- names that do not survive the trip -----------------------------------------------
+
+    def test_crafted_names_through_the_rc_file_keep_every_later_path(self):
+        """Past 64 KiB the flags go through an rc file; quotes and backslashes must not shift.
+
+        The first paths end in a backslash or hold quotes, tabs and `#`; a ledger edit comes
+        last. If Bazel's rc tokenizer merged or cut names, the gate would see another file
+        than ledger.txtpb and its guard would not fire.
+        """
+        self.repo.base()
+        tricky = ["x\\", "a'b\\'c", 'q"\\"', "t\tab", "h#ash", "sp ace", "d$ollar", "\\"]
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            for index, name in enumerate(tricky):
+                _write(root, f"docs/odd/{index}-{name}", "odd\n")
+            for index in range(3000):
+                _write(root, f"docs/zfiller/part{index % 20:02d}/page{index:05d}.md", "x\n")
+            _replace(root, "ledger.txtpb", "# The freeze ledger.", "# A ledger.")
+
+        scored = self.run_case("crafted_names_rc_file", edit)
+        self.assertGreater(sum(len(path) + 1 for path in scored.touched), 64 * 1024)
+        self.assert_caught_by_guard(scored, "ledger.txtpb")
+        self.assertEqual(scored.report.changed_path_count, len(scored.touched))
+        for index, name in enumerate(tricky):
+            self.assertIn(f"docs/odd/{index}-{name}", scored.report.changed_paths)
+
+    def test_names_no_flag_can_carry_never_crash_the_cli(self):
+        """Newlines, undecodable bytes and 4 KiB names: a decision or a clean error, never 0."""
+        self.repo.base()
+        long_name = "/".join(["d" * 215] * 18) + "/leaf.txt"
+        cases = {
+            "newline": [b"docs/new\nline.txt"],
+            "non_utf8": [b"docs/caf\xe9.txt", b"docs/\xff\xfe.txt"],
+            "long_name": [f"docs/{long_name}".encode()],
+        }
+        for label, names in cases.items():
+            with self.subTest(label):
+
+                def edit(root: Path, names=names) -> None:
+                    break_calc(root)
+                    for name in names:
+                        path = os.path.join(os.fsencode(root), name)
+                        os.makedirs(os.path.dirname(path), exist_ok=True)
+                        with open(path, "wb") as handle:
+                            handle.write(b"odd\n")
+
+                scored = self.run_case(f"names_{label}", edit)
+                self.assertNotIn("Traceback", scored.stderr)
+                _say(f"    {label}: {scored.stderr.strip().splitlines()[-1][:300]}")
+
+    # --- time ---------------------------------------------------------------------------
+
+    def test_a_patch_that_stalls_the_runs_meets_the_deadline(self):
+        """Product code that sleeps at import: the score stops at its deadline, leaving nothing.
+
+        Nothing is decided (exit 2), and neither the bazel client nor its server (which a
+        stalled build keeps busy) outlives the CLI.
+        """
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            calc = root / "lib/calc/calc.py"
+            calc.write_text(calc.read_text() + "\nimport time  # noqa: E402\n\ntime.sleep(600)\n")
+
+        started = time.monotonic()
+        scored = self.run_case("stalled_runs", edit, extra=("--deadline", "40"))
+        self.assertEqual(scored.exit_code, EXIT["error"], self._explain(scored))
+        self.assertIn("deadline of 40s", scored.stderr)
+        self.assertLess(time.monotonic() - started, 40 + 60)
+        # Bazel's client and server name the worktree; the sandboxed runs, the output base.
+        needles = [str(self.repo.scoring).encode(), str(self.repo.output_base).encode()]
+        left = []
+        for proc in Path("/proc").iterdir():
+            if proc.name.isdigit():
+                try:
+                    cmdline = (proc / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                if any(needle in cmdline for needle in needles):
+                    left.append((int(proc.name), cmdline[:200]))
+        self.assertEqual(left, [], "a process of the gate outlived the deadline")
 
     # --- paths ------------------------------------------------------------------------
 
@@ -699,6 +976,27 @@ _agree_with_the_fixture()
         self.assertEqual(rows["calc.sums"].vote, "no")
         self.assertEqual(rows["fmt.roundtrip"].matched_by, "lib/fmt/rules.py")
         self.assertEqual(rows["fmt.roundtrip"].vote, "yes")  # the new side alone would promote
+
+    def test_reader_and_git_disagree_about_a_name(self):
+        """A classic header whose timestamp follows a space: git edits ledger.txtpb.
+
+        A reader that keeps `ledger.txtpb 2020-01-01 ...` as the name tells the gate of a
+        file nobody guards; the CLI compares its list with git's own reading of the
+        applied tree and stops (or, with a reader that agrees with git, the guard fires).
+        """
+        self.repo.base()
+        code, _ = self.repo.candidate(touch_calc)
+        ledger_edit = (
+            b"--- a/ledger.txtpb 2020-01-01 00:00:00.000000000 +0000\n"
+            b"+++ b/ledger.txtpb 2020-01-01 00:00:00.000000000 +0000\n@@ -5 +5 @@\n"
+            b"-# in a reviewed change; an agent patch that edits this file goes to review.\n"
+            b"+# by any agent that feels like it.\n"
+        )
+        scored = self.run_case("name_disagreement", None, patch=code + ledger_edit)
+        if scored.exit_code == EXIT["error"]:
+            self.assertIn("disagree", scored.stderr)
+        else:
+            self.assert_caught_by_guard(scored, "ledger.txtpb")
 
     def test_ledger_edit_hidden_after_a_binary_hunk(self):
         """`git apply` applies a plain diff placed after a GIT binary patch; it must be guarded."""

@@ -58,6 +58,22 @@ def _git(cwd: Path, *args: str) -> str:
     return wired_copy.git(cwd, *args).decode()
 
 
+def _processes_naming(path: Path) -> list[int]:
+    """Live processes whose command line names `path` (a bazel client or server in it)."""
+    needle = str(path).encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
 def _report(path: Path) -> agent_gate_pb2.GateReport:
     return json_format.Parse(path.read_text(encoding="utf-8"), agent_gate_pb2.GateReport())
 
@@ -66,7 +82,10 @@ class CliTest(absltest.TestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.tmp = Path(tempfile.mkdtemp(prefix="agent_gate-cli-")).resolve()
+        # Not /tmp: every sandboxed action gets a private tmpfs there, which
+        # linux-sandbox cannot mount over a scoring worktree below it.
+        cls.tmp = Path(tempfile.mkdtemp(prefix="agent_gate-cli-", dir="/var/tmp")).resolve()
+        cls.cache = cls.tmp / "cache"
         cls.elsewhere = cls.tmp / "elsewhere"
         cls.elsewhere.mkdir()
         cls.repo = cls.tmp / "monorepo"
@@ -90,8 +109,7 @@ class CliTest(absltest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for scoring in (cls.repo, cls.nogate):
-            worktree = scoring / ".git" / "agent_gate" / "scoring"
+        for worktree in (cls.cache / "agent_gate").glob("*/scoring"):
             if worktree.is_dir():
                 bazel.shutdown(worktree)
         shutil.rmtree(cls.tmp, ignore_errors=True)
@@ -185,6 +203,22 @@ class CliTest(absltest.TestCase):
         return {"done": done, "seconds": seconds, "report": out, "timing": timing}
 
     @classmethod
+    def env(cls, **extra: str) -> dict:
+        """The CLI's environment: its cache (so the scoring worktree) inside the temp dir."""
+        return {
+            **os.environ,
+            "GIT_CEILING_DIRECTORIES": str(cls.tmp),
+            "XDG_CACHE_HOME": str(cls.cache),
+            **extra,
+        }
+
+    @classmethod
+    def state(cls, name: str = "monorepo") -> Path:
+        """The repository's agent_gate directory in the cache (never in its .git)."""
+        (found,) = (cls.cache / "agent_gate").glob(f"{name}-*")
+        return found
+
+    @classmethod
     def run_cli(cls, *args: str, cwd: Path | None = None, env: dict | None = None, workspace=True):
         command = [str(CLI), *args]
         if workspace and args and args[0] in ("score", "freeze", "admit", "catalog"):
@@ -192,7 +226,7 @@ class CliTest(absltest.TestCase):
         return subprocess.run(
             command,
             cwd=cwd or cls.elsewhere,
-            env=env if env is not None else {**os.environ, "GIT_CEILING_DIRECTORIES": str(cls.tmp)},
+            env=env if env is not None else cls.env(),
             capture_output=True,
             text=True,
             timeout=900,
@@ -228,7 +262,7 @@ class CliTest(absltest.TestCase):
         # One analysis per score: the catalog build runs under the gate's coming flags,
         # so only it finds them changed; the gate's run after the patch is incremental.
         run_id = _report(self.second["report"]).run_id
-        logs = self.repo / ".git" / "agent_gate" / "runs" / run_id
+        logs = self.state() / "runs" / run_id
         dropped = "discarding analysis cache"
         self.assertIn(dropped, (logs / "catalog.log").read_text())
         self.assertNotIn(dropped, (logs / "bazel.log").read_text())
@@ -271,7 +305,7 @@ class CliTest(absltest.TestCase):
         row = next(row for row in report.rows if row.property_id == COUNTER)
         self.assertEqual((row.seal_status, row.classification), ("mismatch", "not_run"))
         self.assertIn("never applied", row.note)
-        scoring = self.repo / ".git" / "agent_gate" / "scoring"
+        scoring = self.state() / "scoring"
         self.assertEqual(
             (scoring / "store" / "counters" / "counter.py").read_text(),
             _git(self.repo, "show", "drift:store/counters/counter.py"),
@@ -424,7 +458,7 @@ class CliTest(absltest.TestCase):
             found = shutil.which(name)
             if found and not (tools / name).exists():
                 (tools / name).symlink_to(found)
-        env = {**os.environ, "PATH": str(tools)}
+        env = {**self.env(), "PATH": str(tools)}
         for args in (
             ("score", "--patch", str(PATCHES / "docs_only.patch")),
             ("freeze", "list"),
@@ -455,6 +489,48 @@ class CliTest(absltest.TestCase):
         self.assertEqual(done.returncode, 2)
         self.assertIn(f"{fake.parent}/.venv", done.stderr)
         self.assertIn("tools/bootstrap", done.stderr)
+
+    def test_scoring_worktree_lives_outside_the_repository(self):
+        """Nothing of agent_gate's state is in the checkout or its .git: `..` cannot reach it."""
+        state = self.state()
+        scoring = state / "scoring"
+        self.assertTrue((scoring / ".git").is_file())
+        for inside in (self.repo, self.repo / ".git"):
+            self.assertNotIn(inside, scoring.resolve().parents)
+        self.assertFalse((self.repo / ".git" / "agent_gate").exists())
+        self.assertTrue((state / "lock").is_file())
+        self.assertTrue((state / "runs").is_dir())
+        # The key is the repository's git directory: another repository gets another one.
+        self.assertIn(state.name.split("-", 1)[0], ("monorepo",))
+
+    def test_arguments_no_ledger_can_hold_are_refused_before_anything_runs(self):
+        ledger = (self.repo / "ledger.txtpb").read_bytes()
+        for budget in ("9223372036854775808", "-1", "1e3", "99999999999999999999999"):
+            with self.subTest(budget=budget):
+                started = time.monotonic()
+                done = self.run_cli("freeze", "open", COUNTER, "--reason", "r", "--budget", budget)
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn("--budget", done.stderr)
+                self.assertNotIn("Traceback", done.stderr)
+                self.assertLess(time.monotonic() - started, 10)  # no Bazel ran
+        done = self.run_cli("score", "--patch", str(PATCHES / "docs_only.patch"), "--deadline", "0")
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("--deadline", done.stderr)
+        self.assertEqual((self.repo / "ledger.txtpb").read_bytes(), ledger)
+        self.assertUntouched()
+
+    def test_past_the_deadline_nothing_is_decided_and_no_bazel_is_left(self):
+        """A cold server cannot start in 2 s: the CLI stops, says so, kills client and server."""
+        scoring = self.state() / "scoring"
+        bazel.shutdown(scoring)
+        done, out = self.score("promote_refactor.patch", "--deadline", "2", report="late.json")
+        self.assertUsageError(done, "deadline of 2s")
+        self.assertFalse(out.exists())
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _processes_naming(scoring):
+            time.sleep(0.5)
+        self.assertEqual(_processes_naming(scoring), [], "a bazel process outlived the deadline")
+        self.assertUntouched()
 
     # --- freeze ----------------------------------------------------------------
 

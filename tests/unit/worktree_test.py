@@ -40,7 +40,8 @@ class WorktreeTest(absltest.TestCase):
     def setUp(self):
         super().setUp()
         self.tmp = Path(tempfile.mkdtemp()).resolve()
-        env = dict(_ENV, GIT_CEILING_DIRECTORIES=str(self.tmp))
+        self.cache = self.tmp / "cache"
+        env = dict(_ENV, GIT_CEILING_DIRECTORIES=str(self.tmp), XDG_CACHE_HOME=str(self.cache))
         self.enter_context(mock.patch.dict(os.environ, env))
         self.top = self.tmp / "repo"
         (self.top / "src").mkdir(parents=True)
@@ -69,7 +70,38 @@ class WorktreeTest(absltest.TestCase):
         repo = worktree.open_repo(self.top / "src")
         self.assertEqual(repo.workspace, self.top)
         self.assertEqual(repo.workspace_rel, "")
-        self.assertEqual(repo.scoring_root, self.top / ".git" / "agent_gate" / "scoring")
+        self.assertEqual(repo.scoring_root, repo.state_dir / "scoring")
+        self.assertEqual(repo.state_dir.parent, self.cache / "agent_gate")
+
+    def test_the_state_lives_outside_the_checkout_and_its_git_directory(self):
+        repo = worktree.open_repo(self.top)
+        worktree.prepare(repo, self.base, self.progress)
+        state = repo.state_dir.resolve()
+        for inside in (self.top, self.top / ".git"):
+            self.assertNotIn(inside, [state, *state.parents])
+        self.assertFalse((self.top / ".git" / "agent_gate").exists())
+        self.assertTrue(state.name.startswith("repo-"))
+        # Keyed by the git common dir: a linked worktree shares it, another repository not.
+        linked = self.tmp / "linked"
+        _run(self.top, "worktree", "add", "-q", "--detach", str(linked), self.base)
+        self.assertEqual(worktree.open_repo(linked).state_dir, repo.state_dir)
+        other = self.tmp / "other" / "repo"
+        other.mkdir(parents=True)
+        (other / "WORKSPACE").write_text("")
+        _run(other, "init", "-q")
+        self.assertNotEqual(worktree.open_repo(other).state_dir, repo.state_dir)
+
+    def test_a_cache_inside_the_repository_is_refused(self):
+        for cache in (self.top / "cache", self.top / ".git" / "cache"):
+            env = {"XDG_CACHE_HOME": str(cache)}
+            with self.subTest(cache=cache), mock.patch.dict(os.environ, env):
+                with self.assertRaises(CliError) as raised:
+                    worktree.open_repo(self.top)
+                self.assertIn("XDG_CACHE_HOME", str(raised.exception))
+
+    def test_a_relative_cache_home_is_ignored(self):
+        with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": "relative", "HOME": str(self.tmp)}):
+            self.assertEqual(worktree.cache_home(), self.tmp / ".cache")
 
     def test_prepare_apply_and_reuse_never_touch_the_checkout(self):
         repo = worktree.open_repo(self.top)

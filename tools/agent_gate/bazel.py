@@ -7,7 +7,11 @@ argument (Linux caps a single argv string at 128 KiB), so past a threshold the
 flags go into a temporary rc file passed as `bazel --bazelrc=<file> test ...`;
 that file first imports the rc file `--bazelrc` would otherwise have replaced
 (`~/.bazelrc`, or the caller's own `--bazelrc`), so nothing the user configured
-is lost. The workspace's own `.bazelrc` is read either way.
+is lost. The workspace's own `.bazelrc` is read either way. Every special byte
+of an rc word is backslash-escaped (Bazel's rc tokenizer honours no quotes), and
+`changed_paths_sha256` carries the digest of the exact list, which the report
+must echo. The binary run is the real Bazel, never a launcher script that would
+exec a workspace's `tools/bazel` (`find_bazel`).
 
 The decision comes from the JSON report the gate test writes to its undeclared
 outputs (`bazel-testlogs/<target>/test.outputs/outputs.zip`), never from bazel's
@@ -19,6 +23,7 @@ callers fail closed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -35,6 +40,8 @@ from pathlib import Path
 
 from google.protobuf import json_format
 
+from agent_gate import deadline, pathdigest
+from agent_gate.locality import normalize_path
 from agent_gate.quorum import Override
 from agent_gate.report import JSON_NAME
 from proto import agent_gate_pb2
@@ -42,6 +49,8 @@ from proto import agent_gate_pb2
 Progress = Callable[[str], None]
 
 DEFAULT_TARGET = "//:agent_gate"
+# The Bazel binary to run, when set: used as given (it is the user's, not the patch's).
+BAZEL_ENV = "AGENT_GATE_BAZEL"
 FLAG_PREFIX = "@agent_gate//:"
 # Above this many bytes of gate flags, they go into an rc file instead of argv.
 ARGV_FLAG_BYTES = 64 * 1024
@@ -54,20 +63,35 @@ _WORKSPACE_FILES = ("WORKSPACE", "WORKSPACE.bazel", "MODULE.bazel")
 _LABEL = re.compile(r"^(?:@@?)?//([A-Za-z0-9_./+-]*)(?::([^:]+))?$")
 # How long bazel gets to cancel the build after SIGINT before it is killed.
 _CANCEL_GRACE_SECONDS = 30.0
-# Workspace files that decide how Bazel itself runs: the `tools/bazel` hook of the
-# `bazel` launcher, the Bazel version, the repository definitions (which can point
-# @agent_gate elsewhere) and, by name, every rc file (`.bazelrc`, an imported
-# `user.bazelrc`, ...). A tree whose diff touches one could replace the gate or
-# rewrite its verdict from outside it, so it is never run (see docs/threat-model.md).
-BAZEL_CONTROL_FILES = (
-    "tools/bazel",
-    ".bazelversion",
-    ".bazeliskrc",
-    "WORKSPACE",
-    "WORKSPACE.bazel",
-    "WORKSPACE.bzlmod",
-    "MODULE.bazel",
-)
+# Past the deadline: how long the client gets after SIGINT, and `bazel shutdown` in all.
+_DEADLINE_GRACE_SECONDS = 5.0
+_SHUTDOWN_SECONDS = 20.0
+# workspace -> output base of its server, as `server_info` found it.
+_SERVERS: dict[str, Path] = {}
+# Files that decide how Bazel itself runs, by name wherever they are (a nested
+# workspace, a directory a symlink points into): the `tools/bazel` hook of the
+# `bazel` launcher and of bazelisk, the Bazel version, the ignore list, the
+# repository definitions (which can point @agent_gate elsewhere) and every rc file
+# (`.bazelrc`, an imported `user.bazelrc`, ...). A tree whose diff touches one could
+# replace the gate or rewrite its verdict from outside it, so it is never run (see
+# docs/threat-model.md).
+BAZEL_CONTROL_NAMES = (".bazelignore", ".bazelversion", ".bazeliskrc", "REPO.bazel")
+BAZEL_CONTROL_PREFIXES = ("WORKSPACE", "MODULE.bazel")
+BAZEL_LAUNCHER_HOOK = "tools/bazel"
+
+
+def is_bazel_control(path: str) -> bool:
+    """Whether `path` (workspace-relative) names a file Bazel reads to configure itself."""
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if not parts:
+        return False
+    name = parts[-1]
+    return (
+        name in BAZEL_CONTROL_NAMES
+        or name.startswith(BAZEL_CONTROL_PREFIXES)
+        or name.endswith("bazelrc")
+        or parts[-2:] == BAZEL_LAUNCHER_HOOK.split("/")
+    )
 
 
 class BazelNotFoundError(RuntimeError):
@@ -79,13 +103,8 @@ class GateInputError(ValueError):
 
 
 def bazel_control_paths(changed_paths: Sequence[str]) -> list[str]:
-    """The changed paths that configure Bazel itself (BAZEL_CONTROL_FILES, rc files)."""
-    found = []
-    for path in changed_paths:
-        normal = "/".join(part for part in path.split("/") if part not in ("", "."))
-        if normal in BAZEL_CONTROL_FILES or normal.rpartition("/")[2].endswith("bazelrc"):
-            found.append(path)
-    return found
+    """The changed paths that configure Bazel itself, by name (`is_bazel_control`)."""
+    return [path for path in changed_paths if is_bazel_control(path)]
 
 
 @dataclass(frozen=True)
@@ -122,15 +141,67 @@ def default_work_dir(run_id: str) -> Path:
 
 
 def find_bazel(bazel: str = "bazel") -> str:
-    """The bazel binary to run, or BazelNotFoundError naming what to install."""
-    found = shutil.which(bazel)
+    """The real bazel binary to run, or BazelNotFoundError naming what to install.
+
+    The default `bazel` is AGENT_GATE_BAZEL when set (trusted as given), else the
+    `bazel` on PATH. A launcher script there (Debian's /usr/bin/bazel, a bazelisk
+    stand-in) would exec the workspace's `tools/bazel`, which a patch controls, so
+    the real binary beside it is run instead (`real_binary`).
+    """
+    explicit = os.environ.get(BAZEL_ENV, "").strip() if bazel == "bazel" else ""
+    found = shutil.which(explicit or bazel)
     if found is None:
+        where = f"{BAZEL_ENV}={explicit!r}" if explicit else f"PATH={os.environ.get('PATH', '')}"
         raise BazelNotFoundError(
-            f"bazel binary {bazel!r} not found (PATH={os.environ.get('PATH', '')}): run "
+            f"bazel binary {explicit or bazel!r} not found ({where}): run "
             "tools/bootstrap, which installs Debian's Bazel 4.2.3 (apt package "
             "bazel-bootstrap) and the offline rule sets, or pass the path of a bazel binary"
         )
-    return found
+    return found if explicit else real_binary(found)
+
+
+def _is_script(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(2) == b"#!"
+    except OSError:
+        return False
+
+
+def _version_key(path: Path) -> tuple[int, ...]:
+    digits = re.findall(r"\d+", path.name)
+    return tuple(int(part) for part in digits)
+
+
+def real_binary(found: str) -> str:
+    """`found` itself if it is a binary; for a launcher script, the real Bazel beside it.
+
+    The launcher picks `bazel-real` or the highest `bazel-<version>` in its own
+    directory; so does this, without reading the workspace (`.bazelversion`).
+    """
+    path = Path(found)
+    if not _is_script(path):
+        return found
+    folder = path.resolve().parent
+    beside = [folder / "bazel-real"] if (folder / "bazel-real").is_file() else []
+    beside += sorted(
+        (p for p in folder.glob("bazel-[0-9]*") if p.is_file()), key=_version_key, reverse=True
+    )
+    for candidate in beside:
+        if os.access(candidate, os.X_OK) and not _is_script(candidate):
+            return str(candidate)
+    raise BazelNotFoundError(
+        f"{found} is a launcher script (it would run a workspace's tools/bazel, which a patch "
+        f"controls) and no real Bazel binary is beside it in {folder}; set {BAZEL_ENV} to the "
+        "Bazel binary itself (e.g. /usr/bin/bazel-4)"
+    )
+
+
+def bazel_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of every bazel the CLI runs: bazelisk must not run tools/bazel."""
+    env = dict(os.environ if base is None else base)
+    env["BAZELISK_SKIP_WRAPPER"] = "1"
+    return env
 
 
 def testlogs_subdir(target: str) -> str:
@@ -181,6 +252,14 @@ def encode_path(path: str) -> str:
     _check_value("changed path", path)
     if not path:
         raise GateInputError("changed path is empty")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise GateInputError(
+            f"changed path {shown!r} is not UTF-8; Bazel's flags and the gate's config (JSON) "
+            "cannot carry its bytes faithfully"
+        ) from None
     return path.replace("%", "%25").replace(",", "%2C")
 
 
@@ -205,6 +284,7 @@ def gate_flags(
         counts.append(f"{commit}={count}")
     flags = [
         f"--{flag_prefix}changed_paths={','.join(paths)}",
+        f"--{flag_prefix}changed_paths_sha256={pathdigest.changed_paths_digest(changed_paths)}",
         f"--{flag_prefix}run_id={run_id}",
         f"--{flag_prefix}commit_counts={','.join(counts)}",
     ]
@@ -222,9 +302,21 @@ def fits_command_line(flags: Sequence[str]) -> bool:
     return sum(len(flag.encode("utf-8", "surrogateescape")) for flag in flags) <= ARGV_FLAG_BYTES
 
 
+# Bytes an rc line keeps literally without a backslash before them.
+_RC_PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-=%,:@+")
+
+
 def _rc_quote(token: str) -> str:
-    """Quote one option for a bazelrc line (bazel tokenizes rc lines like a shell)."""
-    return "'" + token.replace("'", "'\"'\"'") + "'"
+    """One option as one word of a bazelrc line, whatever bytes it holds.
+
+    Bazel's rc tokenizer (the client's blaze_util::Tokenize) takes a backslash as an
+    escape everywhere, inside single quotes too, and `#` as a comment. So no quotes:
+    every ASCII byte outside a safe set gets a backslash, which keeps it literally.
+    Bytes above ASCII (UTF-8, or undecodable bytes kept as surrogates) are never
+    special to it. A newline or NUL cannot be carried (`_check_value` refuses them).
+    """
+    _check_value("rc file option", token)
+    return "".join(char if char in _RC_PLAIN or ord(char) > 0x7F else "\\" + char for char in token)
 
 
 def _split_bazelrc(startup_flags: Sequence[str]) -> tuple[list[str], str | None]:
@@ -246,17 +338,27 @@ def _split_bazelrc(startup_flags: Sequence[str]) -> tuple[list[str], str | None]
     return kept, user_rc
 
 
+def _rc_line(command: str, word: str) -> str:
+    """One rc line; the closing `#` (an empty comment) keeps the word's last byte.
+
+    The rc reader joins a line ending in a backslash with the next one, escaped or
+    not, and strips trailing whitespace (an escaped space or form feed included)
+    before it tokenizes: the comment ends every line with neither.
+    """
+    return f"{command} {word} #"
+
+
 def write_rc_file(path: Path, flags: Sequence[str], user_rc: str | None) -> None:
     """An rc file with the gate flags under `test`, importing the rc it displaces."""
     lines = ["# agent_gate: the flags of one gate run (too long for the command line)."]
     if user_rc is not None:
         if user_rc != "/dev/null":
-            lines.append(f"import {_rc_quote(user_rc)}")
+            lines.append(_rc_line("import", _rc_quote(user_rc)))
     else:
         home = os.environ.get("HOME")
         if home:
-            lines.append(f"try-import {_rc_quote(str(Path(home) / '.bazelrc'))}")
-    lines.extend(f"test {_rc_quote(flag)}" for flag in flags)
+            lines.append(_rc_line("try-import", _rc_quote(str(Path(home) / ".bazelrc"))))
+    lines.extend(_rc_line("test", _rc_quote(flag)) for flag in flags)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
 
 
@@ -275,30 +377,135 @@ def _stream(process: subprocess.Popen[bytes], log_path: Path, progress: Progress
 
 
 def _wait(process: subprocess.Popen[bytes], timeout: float | None) -> tuple[int, bool]:
-    """Bazel's exit code, and whether it had to be cancelled at the timeout."""
+    """Bazel's exit code, and whether it had to be cancelled (timeout or the deadline)."""
+    left = deadline.remaining()
+    if left is not None and (timeout is None or left < timeout):
+        timeout = left
     try:
         return process.wait(timeout=timeout), False
     except subprocess.TimeoutExpired:
-        # SIGINT makes the bazel client cancel the build on the server, as Ctrl-C does.
-        process.send_signal(signal.SIGINT)
-        try:
-            return process.wait(timeout=_CANCEL_GRACE_SECONDS), True
-        except subprocess.TimeoutExpired:
-            process.kill()
-            return process.wait(), True
+        return cancel(process), True
+
+
+def cancel(process: subprocess.Popen[bytes]) -> int:
+    """Stop a bazel client: SIGINT (it cancels the build on the server), then SIGKILL."""
+    if process.poll() is not None:
+        return process.returncode
+    # SIGINT makes the bazel client cancel the build on the server, as Ctrl-C does.
+    process.send_signal(signal.SIGINT)
+    grace = _CANCEL_GRACE_SECONDS if not deadline.passed() else _DEADLINE_GRACE_SECONDS
+    try:
+        return process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
+
+
+def server_info(
+    bazel: str, workspace: Path, startup: Sequence[str] = ()
+) -> tuple[Path | None, Path | None]:
+    """(install base, output base) of the workspace's server, and remember the latter.
+
+    The output base is where `stop_server` finds the server's pid when `bazel
+    shutdown` itself does not return.
+    """
+    left = deadline.remaining()
+    try:
+        done = subprocess.run(
+            [bazel, *startup, "info", *_UI_FLAGS, "install_base", "output_base"],
+            cwd=workspace,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="surrogateescape",
+            env=bazel_env(),
+            timeout=left,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        stop_server(bazel, workspace, startup)
+        raise deadline.error("`bazel info`") from None
+    values: dict[str, Path] = {}
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition(": ")
+        if value.strip():
+            values[key.strip()] = Path(value.strip())
+    output_base = values.get("output_base")
+    if output_base is not None:
+        _SERVERS[str(Path(workspace).absolute())] = output_base
+    return values.get("install_base"), output_base
+
+
+def _server_pid(output_base: Path) -> int | None:
+    try:
+        text = (output_base / "server" / "server.pid.txt").read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _cmdline(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def _servers_of(workspace: Path, output_base: Path | None) -> list[int]:
+    """Live Bazel servers of `workspace` (its server names it in --workspace_directory).
+
+    Also the one of `output_base`'s pid file: pid files outlive servers, so a pid
+    counts only while its command line still names that output base.
+    """
+    wanted = f"--workspace_directory={Path(workspace).absolute()}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and wanted in _cmdline(int(entry.name)):
+            found.append(int(entry.name))
+    if output_base is not None:
+        pid = _server_pid(output_base)
+        if pid is not None and f"--output_base={output_base}".encode() in _cmdline(pid):
+            found.append(pid)
+    return sorted(set(found))
+
+
+def stop_server(bazel: str, workspace: Path, startup: Sequence[str] = ()) -> None:
+    """Stop the workspace's server: `bazel shutdown`, else SIGKILL (pid file, /proc)."""
+    # On a timeout subprocess.run kills the client; the server is killed below.
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        subprocess.run(
+            [bazel, *startup, "shutdown"],
+            cwd=workspace,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=bazel_env(),
+            timeout=_SHUTDOWN_SECONDS,
+            check=False,
+        )
+    output_base = _SERVERS.get(str(Path(workspace).absolute()))
+    for pid in _servers_of(workspace, output_base):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _bazel_info(
     bazel: str, workspace: Path, startup: Sequence[str], key: str, flags: Sequence[str] = ()
 ) -> Path | None:
-    done = subprocess.run(
-        [bazel, *startup, "info", *_UI_FLAGS, *flags, key],
-        cwd=workspace,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [bazel, *startup, "info", *_UI_FLAGS, *flags, key],
+            cwd=workspace,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="surrogateescape",
+            env=bazel_env(),
+            timeout=deadline.remaining(),
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        stop_server(bazel, workspace, startup)
+        raise deadline.error("`bazel info`") from None
     value = done.stdout.strip()
     return Path(value) if done.returncode == 0 and value else None
 
@@ -327,6 +534,14 @@ def _extract_outputs(test_dir: Path, outputs_dir: Path) -> Path | None:
     return report if report.is_file() else None
 
 
+def _shown(path: str) -> str:
+    """A changed path as the report lists it (normalized when it can be)."""
+    try:
+        return normalize_path(path)
+    except ValueError:
+        return path
+
+
 def _trusted_report(
     path: Path, run_id: str, changed_paths: Sequence[str]
 ) -> tuple[agent_gate_pb2.GateReport | None, str | None]:
@@ -341,6 +556,21 @@ def _trusted_report(
         return None, f"the gate report {path} is unreadable ({error}); not a promote"
     if not report.decision:
         return None, f"the gate report {path} holds no decision; not a promote"
+    sent = pathdigest.changed_paths_digest(changed_paths)
+    if report.changed_paths_sha256 and report.changed_paths_sha256 != sent:
+        return None, (
+            f"the gate report {path} saw other changed paths than the CLI sent (digest "
+            f"{report.changed_paths_sha256[:16]}..., sent {sent[:16]}...): a path was lost or "
+            "shifted on the way to the gate; a configuration error, not a promote"
+        )
+    # An evaluator that fills no digest still lists the first paths it saw: they
+    # must be exactly the ones sent, in order.
+    expected = [_shown(item) for item in changed_paths[: len(report.changed_paths)]]
+    if not report.changed_paths_sha256 and list(report.changed_paths) != expected:
+        return None, (
+            f"the gate report {path} lists other changed paths than the CLI sent: a path was "
+            "lost or shifted on the way to the gate; a configuration error, not a promote"
+        )
     if report.run_id != run_id or report.changed_path_count != len(changed_paths):
         return None, (
             f"the gate report {path} is from another run (run id {report.run_id!r}, "
@@ -428,7 +658,8 @@ def run_gate(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env=dict(env) if env is not None else None,
+            env=bazel_env(env),
+            start_new_session=True,  # only cancel() stops it, and the deadline's stop_server
         )
     except FileNotFoundError as error:
         raise BazelNotFoundError(
@@ -438,18 +669,15 @@ def run_gate(
     reader.start()
     try:
         exit_code, timed_out = _wait(process, timeout_seconds)
-        reader.join()
+        reader.join(timeout=_SHUTDOWN_SECONDS if timed_out else None)
     finally:
-        if process.poll() is None:  # interrupted while waiting: do not leave a build running
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=_CANCEL_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        cancel(process)  # interrupted while waiting: do not leave a build running
         if process.stdout is not None:
             process.stdout.close()
     duration = round(time.monotonic() - started, 3)
+    if timed_out and deadline.passed():
+        stop_server(binary, workspace, startup)
+        raise deadline.error(f"bazel test {target}")
 
     def finish(
         report: agent_gate_pb2.GateReport | None = None,
@@ -520,6 +748,7 @@ def shutdown(
         cwd=workspace,
         stdin=subprocess.DEVNULL,
         capture_output=True,
+        env=bazel_env(),
         check=False,
     )
     return done.returncode

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_gate import bazel
+from agent_gate import bazel, deadline, sandbox
 from agent_gate.progress import Progress
 from agent_gate.usage import CliError
 
@@ -24,6 +26,12 @@ GATE_TARGET = "//:agent_gate"
 GATE_NAME = "agent_gate"
 _NO_GATE = ("no such target '//:agent_gate'", "no such package ''")
 _ERROR_LINES = 12
+# Bazel's words when the forced linux-sandbox strategy cannot run an action.
+_NO_SANDBOX = (
+    "No usable spawn strategy",
+    "linux-sandbox' was requested",
+    "is an invalid value for",
+)
 _AGENT_GATE_WORKSPACE = re.compile(r"""workspace\(\s*name\s*=\s*["']agent_gate["']""")
 
 
@@ -41,15 +49,39 @@ def flag_prefix(workspace: Path) -> str:
 
 
 def bazel_binary() -> str:
-    """The bazel on PATH, or CliError saying how to install it."""
+    """The real bazel binary (bazel.find_bazel), or CliError saying how to install it."""
     try:
         return bazel.find_bazel()
-    except bazel.BazelNotFoundError:
+    except bazel.BazelNotFoundError as error:
+        if os.environ.get(bazel.BAZEL_ENV) or shutil.which("bazel"):
+            raise CliError(f"{error}; nothing was scored") from None
         raise CliError(
             f"bazel is not on PATH (PATH={os.environ.get('PATH', '')}): run tools/bootstrap of "
             "agent_gate, which installs Debian's Bazel 4.2.3 (apt package bazel-bootstrap), or "
             "put a bazel binary on PATH; nothing was scored"
         ) from None
+
+
+# Workspaces whose server was checked for a working sandbox in this process.
+_SANDBOX_READY: set[str] = set()
+
+
+def ensure_sandbox(workspace: Path) -> None:
+    """Once per workspace and command: the output base can be hidden, linux-sandbox runs.
+
+    Without them no build is started (fail closed, saying why); see agent_gate.sandbox.
+    """
+    key = str(Path(workspace).absolute())
+    if key in _SANDBOX_READY:
+        return
+    binary = bazel_binary()
+    install_base, output_base = bazel.server_info(binary, Path(workspace))
+    layout = [("scoring workspace", Path(workspace))]
+    if output_base is not None:  # else the build fails closed on its own tmpfs flag
+        layout.append(("Bazel output base", output_base))
+    sandbox.check_layout(layout)
+    sandbox.probe(install_base, binary)
+    _SANDBOX_READY.add(key)
 
 
 def explain_failure(log: str, workspace: str, what: str, code: int) -> str:
@@ -60,6 +92,14 @@ def explain_failure(log: str, workspace: str, what: str, code: int) -> str:
             f"{_first_error(log) or 'no such target'}).\nDeclare the gate in the workspace's "
             'root BUILD.bazel: agent_gate(name = "agent_gate", properties = [...], '
             'ledger = "ledger.txtpb"), loaded from @agent_gate//rules:defs.bzl (docs/rules.md)'
+        )
+    if any(marker in log for marker in _NO_SANDBOX):
+        return (
+            f"`bazel build {GATE_TARGET}` ({what}) in {workspace} could not run an action in "
+            "the linux-sandbox (bazel: "
+            f"{_first_error(log) or 'no usable spawn strategy'}); the gate never runs a "
+            "patch's actions outside it, so nothing was decided (fail closed). A target that "
+            "cannot be sandboxed cannot be gated: a human must review it"
         )
     errors = [line for line in log.splitlines() if line.startswith("ERROR:")][-_ERROR_LINES:]
     shown = "\n  ".join(errors) if errors else "\n  ".join(log.splitlines()[-_ERROR_LINES:])
@@ -90,28 +130,46 @@ def build_gate(
     `shown` names the workspace for people (the user's checkout and revision, not the
     scoring worktree's path).
     """
-    command = [bazel_binary(), "build", "--color=no", "--curses=no", *flags, GATE_TARGET]
+    ensure_sandbox(workspace)
+    binary = bazel_binary()
+    command = [binary, "build", "--color=no", "--curses=no", *sandbox.flags(), *flags, GATE_TARGET]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     progress.reset_runs()
     started = time.monotonic()
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=workspace,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        assert process.stdout is not None
-        for raw in process.stdout:
-            log.write(raw)
-            progress.bazel_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
-        code = process.wait()
+    process = subprocess.Popen(
+        command,
+        cwd=workspace,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=bazel.bazel_env(),
+        start_new_session=True,  # stopped by cancel() alone, never by a stray signal
+    )
+    reader = threading.Thread(target=_copy, args=(process, log_path, progress), daemon=True)
+    reader.start()
+    try:
+        code = process.wait(timeout=deadline.remaining())
+    except subprocess.TimeoutExpired:
+        bazel.cancel(process)
+        bazel.stop_server(binary, workspace)
+        raise deadline.error(f"bazel build {GATE_TARGET} ({what})") from None
+    finally:
+        bazel.cancel(process)  # interrupted: no build may outlive the CLI
+    reader.join()
     if code != 0:
         text = log_path.read_text(encoding="utf-8", errors="replace")
         where = shown or str(workspace)
         raise CliError(explain_failure(text, where, what, code) + f"\nFull log: {log_path}")
     progress.step(f"bazel build {GATE_TARGET} ({what}) done in {time.monotonic() - started:.1f}s")
+
+
+def _copy(process: subprocess.Popen[bytes], log_path: Path, progress: Progress) -> None:
+    """Bazel's console output into the log, each line to the progress lines."""
+    assert process.stdout is not None
+    with log_path.open("wb") as log, process.stdout:
+        for raw in process.stdout:
+            log.write(raw)
+            progress.bazel_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
 
 
 def bazel_bin(workspace: Path) -> Path:

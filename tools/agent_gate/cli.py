@@ -18,11 +18,13 @@ dispatches; each command lives in its own module.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_gate import protogen
+from agent_gate import deadline, protogen
+from agent_gate.usage import CliError
 
 _DESCRIPTION = "Score agent patches for a merge queue, and manage the freeze ledger."
 _EPILOG = (
@@ -31,8 +33,40 @@ _EPILOG = (
 )
 
 
+# The ledger stores budgets as int64 (proto field retire_by_commit_count).
+MAX_BUDGET = 2**63 - 1
+
+
+def _text(value: str) -> str:
+    """A text argument: refused before anything runs when no file or flag could hold it."""
+    if "\0" in value:
+        raise argparse.ArgumentTypeError("it contains a NUL byte")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not valid UTF-8") from None
+    return value
+
+
 def _ids(value: str) -> list[str]:
-    return [item.strip() for item in value.split(",") if item.strip()]
+    return [item.strip() for item in _text(value).split(",") if item.strip()]
+
+
+def _budget(value: str) -> int:
+    try:
+        number = int(value, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of commits") from None
+    if not 0 <= number <= MAX_BUDGET:
+        raise argparse.ArgumentTypeError(f"{value} is not between 0 and {MAX_BUDGET} commits")
+    return number
+
+
+def _deadline(value: str) -> float:
+    try:
+        return deadline.parse_seconds(value, "--deadline")
+    except CliError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _workspace_option(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +77,14 @@ def _workspace_option(parser: argparse.ArgumentParser) -> None:
         help="the Bazel workspace in a git checkout (default: the one holding the current dir)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--deadline",
+        type=_deadline,
+        default=None,
+        metavar="SECONDS",
+        help="stop and fail closed after this long (default: $AGENT_GATE_DEADLINE_SECONDS, "
+        "else 7200)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,7 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     score = commands.add_parser("score", help="score one patch: decision and exit code")
     score.add_argument("--patch", type=Path, required=True, help="the candidate `git diff`")
-    score.add_argument("--base", default="HEAD", help="revision to apply it to (default HEAD)")
+    score.add_argument(
+        "--base", type=_text, default="HEAD", help="revision to apply it to (default HEAD)"
+    )
     score.add_argument("--report", type=Path, default=None, help="write OUT.json and OUT.md")
     score.add_argument(
         "--override-ignore",
@@ -65,19 +109,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID[,ID]",
         help="stop_queue override: open ledger rows left out of the debt",
     )
-    score.add_argument("--override-by", default=None, metavar="NAME", help="who overrides")
+    score.add_argument(
+        "--override-by", type=_text, default=None, metavar="NAME", help="who overrides"
+    )
     _workspace_option(score)
 
     freeze = commands.add_parser("freeze", help="open, retire or list freeze ledger rows")
     actions = freeze.add_subparsers(dest="action", required=True, metavar="ACTION")
     opening = actions.add_parser("open", help="freeze a property that splits on the clean tree")
-    opening.add_argument("property", metavar="PROPERTY")
-    opening.add_argument("--reason", required=True)
-    opening.add_argument("--owner", default="unassigned")
-    opening.add_argument("--budget", type=int, default=30, help="commits before it is spent")
+    opening.add_argument("property", type=_text, metavar="PROPERTY")
+    opening.add_argument("--reason", type=_text, required=True)
+    opening.add_argument("--owner", type=_text, default="unassigned")
+    opening.add_argument("--budget", type=_budget, default=30, help="commits before it is spent")
     _workspace_option(opening)
     retire = actions.add_parser("retire", help="mark a property's open row retired")
-    retire.add_argument("property", metavar="PROPERTY")
+    retire.add_argument("property", type=_text, metavar="PROPERTY")
     _workspace_option(retire)
     listing = actions.add_parser("list", help="the rows, commits spent against budget, debt")
     _workspace_option(listing)
@@ -112,6 +158,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         root = args.repo_root if args.repo_root is not None else Path.cwd()
         out.write(seal.seal_line(seal.seal_tree(root, args.dir)))
         return 0
+    deadline.start(args.deadline)
     progress = Progress(quiet=args.quiet)
     if args.command == "score":
         options = score.ScoreOptions(
@@ -151,6 +198,11 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # File names may hold any byte: print them escaped rather than fail on them.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     try:
         protogen.ensure_proto_importable()
@@ -158,7 +210,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agent-gate: error: {error}", file=sys.stderr)
         return 2
     from agent_gate import seal  # noqa: PLC0415
-    from agent_gate.usage import CliError  # noqa: PLC0415
 
     try:
         return _dispatch(args)
@@ -171,6 +222,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("agent-gate: interrupted; nothing was decided", file=sys.stderr)
         return 130
+    except Exception as error:  # the last line of fail closed: never a traceback, never 0
+        if os.environ.get("AGENT_GATE_DEBUG"):
+            raise
+        print(
+            f"agent-gate: error: internal error ({type(error).__name__}: {error}); nothing was "
+            "decided (fail closed). Set AGENT_GATE_DEBUG=1 for the traceback and report it",
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":

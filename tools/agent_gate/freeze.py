@@ -110,6 +110,10 @@ def make_row(
     )
 
 
+# The ledger stores a budget as int64 (retire_by_commit_count).
+MAX_BUDGET = 2**63 - 1
+
+
 def freeze_open(
     workspace: Path | None,
     property_id: str,
@@ -124,8 +128,8 @@ def freeze_open(
         raise CliError("--reason must say why the property is frozen (what split, on what)")
     if not owner.strip():
         raise CliError("--owner must name who retires the row (default: unassigned)")
-    if budget < 0:
-        raise CliError(f"--budget must be 0 or more commits, not {budget}")
+    if not 0 <= budget <= MAX_BUDGET:
+        raise CliError(f"--budget must be 0 to {MAX_BUDGET} commits (int64), not {budget}")
     with checkout_at_head(workspace, progress) as checkout:
         cat = checkout.catalog
         cat.get(property_id)

@@ -3,9 +3,13 @@
 In the scoring worktree at the base revision: read the catalog from the build
 graph; seal every fixture tree on the real filesystem **before** the patch is
 applied (drift: fixture_fault, the patch is never applied); `git apply --check`
-and apply the patch; take the touched paths from the patch itself; count the
-commits since each open ledger row was opened; `bazel test //:agent_gate` with
-those flags and a fresh run id; print the decision and the rows; write the JSON
+and apply the patch; take the touched paths from the patch itself and check them
+against git's own reading of the applied tree (any disagreement: exit 2); send a
+symlink change or a file that configures Bazel (by name or where it resolves) to
+review without running Bazel on the tree; count the commits since each open
+ledger row was opened; `bazel test //:agent_gate` with those flags, a fresh run
+id and every action sandboxed; before a promote, re-derive the decision from the
+CLI's own inputs (verdict_check); print the decision and the rows; write the JSON
 report and its Markdown summary; exit with the decision's code. Anything that
 keeps the gate from deciding is exit 2, never a promote.
 """
@@ -18,6 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent_gate import (
+    applied_tree,
     bazel,
     bazel_build,
     catalog,
@@ -26,7 +31,9 @@ from agent_gate import (
     patch,
     quorum,
     report,
+    sandbox,
     sealcheck,
+    verdict_check,
     worktree,
 )
 from agent_gate.locality import LocalityIndex, normalize_path
@@ -40,6 +47,7 @@ _NOT_APPLIED = (
     "patch was never applied"
 )
 _RECONFIGURES_BAZEL = "not run: the diff reconfigures Bazel itself, so the gate was not run on it"
+_NAMES_SHOWN = 5
 
 
 @dataclass(frozen=True)
@@ -137,17 +145,13 @@ def pre_apply_report(
     The quorum still weighs the ledger, so stop_queue keeps its precedence over the fault.
     """
     result = quorum.evaluate(
-        quorum.GateInputs(
-            catalog=cat.properties,
+        verdict_check.gate_inputs(
+            cat,
             changed_paths=(),
             outcomes={},
-            fixtures=tuple(seals),
-            ledger=tuple(rows),
-            commit_counts=dict(commit_counts),
-            debt_cap=cat.debt_cap,
-            ledger_path=cat.ledger_path,
-            gate_package=cat.gate_package,
-            rule_set_paths=cat.rule_set_paths,
+            seals=seals,
+            rows=rows,
+            commit_counts=commit_counts,
             override=override,
             run_id=run_id,
         )
@@ -156,7 +160,7 @@ def pre_apply_report(
     del result.reasons[:]
     result.reasons.extend(kept)
     result.rule = kept[0] if kept else result.rule
-    result.changed_paths.extend(touched[: quorum.MAX_REPORTED_PATHS])
+    result.changed_paths.extend(_printable(path) for path in touched[: quorum.MAX_REPORTED_PATHS])
     result.changed_path_count = len(touched)
     matched = LocalityIndex((spec.id, spec.locality) for spec in cat.properties).match(touched)
     for row in result.rows:
@@ -168,21 +172,40 @@ def pre_apply_report(
 
 
 def control_report(
-    pre_apply: agent_gate_pb2.GateReport, control: Sequence[str]
+    pre_apply: agent_gate_pb2.GateReport,
+    control: Sequence[str],
+    symlinks: Sequence[str] = (),
 ) -> agent_gate_pb2.GateReport:
     """Review for a diff that reconfigures Bazel itself: running the gate on it would trust it.
 
-    `pre_apply` is the pre-apply report (ledger and seals weighed, nothing run); review
-    joins its reasons at its precedence, so stop_queue and fixture_fault still win.
+    `control`: paths that configure Bazel (by name or by where they resolve);
+    `symlinks`: symlinks the diff adds, changes or retargets. `pre_apply` is the
+    pre-apply report (ledger and seals weighed, nothing run); review joins its
+    reasons at its precedence, so stop_queue and fixture_fault still win.
     """
-    shown = ", ".join(control[: quorum.MAX_REPORTED_PATHS])
-    reason = (
-        f"review: the diff touches {shown}, which decide how Bazel itself runs (launcher, rc "
-        "files, WORKSPACE, MODULE.bazel); the gate is not run on a patch that could replace "
-        "it: a human must look"
+    added = []
+    if control:
+        shown = ", ".join(_printable(path) for path in control[:_NAMES_SHOWN])
+        added.append(
+            f"review: the diff touches {shown}, which decide how Bazel itself runs (launcher, "
+            "rc files, WORKSPACE, MODULE.bazel, .bazelignore, .bazelversion); the gate is not "
+            "run on a patch that could replace it: a human must look"
+        )
+    if symlinks:
+        shown = ", ".join(_printable(path) for path in symlinks[:_NAMES_SHOWN])
+        added.append(
+            f"review: the diff adds, changes or retargets the symlink(s) {shown}; a symlink is "
+            "configuration (it can make a guarded file reachable under another name), so the "
+            "gate is not run on it: a human must look"
+        )
+    limit = quorum.MAX_REPORTED_PATHS
+    pre_apply.guarded_paths.extend(
+        f"{_printable(path)} (configures Bazel itself)" for path in control[:limit]
     )
-    pre_apply.guarded_paths.extend(f"{path} (configures Bazel itself)" for path in control)
-    reasons = [*pre_apply.reasons, reason]
+    pre_apply.guarded_paths.extend(
+        f"{_printable(path)} (a symlink: configuration)" for path in symlinks[:limit]
+    )
+    reasons = [*pre_apply.reasons, *added]
     reasons.sort(key=lambda text: quorum.PRECEDENCE.index(text.split(":", 1)[0]))
     reasons = [text for text in reasons if not text.startswith("promote")]
     del pre_apply.reasons[:]
@@ -190,6 +213,11 @@ def control_report(
     pre_apply.rule = reasons[0]
     pre_apply.decision = reasons[0].split(":", 1)[0]
     return pre_apply
+
+
+def _printable(path: str) -> str:
+    """A path as a report can hold it: undecodable bytes shown as escapes, never a crash."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def report_paths(requested: Path | None, default_dir: Path, run_id: str) -> tuple[Path, Path]:
@@ -308,6 +336,11 @@ def _expected_gate_flags(
 def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
     """Score one patch; returns the decision's exit code (CliError: exit 2)."""
     data, touched = read_candidate(options.patch)
+    for path in touched:  # before anything runs: a name no flag can carry is refused
+        try:
+            bazel.encode_path(path)
+        except bazel.GateInputError as error:
+            raise CliError(f"the patch cannot be scored automatically: {error}") from None
     override = make_override(options.override_ignore, options.override_by)
     bazel_build.bazel_binary()
     repo = worktree.open_repo(options.workspace)
@@ -374,6 +407,24 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
         progress.step(f"fixture seals match ({len(seals)} tree(s)); applying the patch")
         with progress.timed("apply"):
             worktree.apply_patch(repo, data, str(options.patch), base)
+            changes = worktree.staged_changes(repo)
+            applied_tree.cross_check(touched, changes)
+            links = applied_tree.symlink_changes(changes)
+            control = applied_tree.control_paths(workspace, touched)
+        if links or control:
+            # Before Bazel reads the patched tree: it could reconfigure Bazel itself.
+            progress.step("the applied tree changes a symlink or reconfigures Bazel: review")
+            unrun = pre_apply_report(
+                cat,
+                seals=seals,
+                rows=rows,
+                commit_counts=counts,
+                touched=touched,
+                run_id=run_id,
+                override=override,
+                note=_RECONFIGURES_BAZEL,
+            )
+            return _finish(control_report(unrun, control, links), paths, progress, out, {})
         counts.update(_commit_counts(repo, base, _patched_rows(workspace / cat.ledger_path)))
         progress.step(f"bazel test {bazel_build.GATE_TARGET} (run id {run_id})")
         try:
@@ -388,6 +439,7 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
                     progress=progress.bazel_line,
                     work_dir=work,
                     flag_prefix=flag_prefix,
+                    extra_flags=sandbox.flags(),
                 )
         except bazel.GateInputError as error:
             raise CliError(f"the patch cannot be scored automatically: {error}") from None
@@ -403,6 +455,19 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
                 f"bazel exited {run.exit_code} but the report says {run.report.decision}; "
                 f"they must agree, so nothing is promoted. Log: {run.log_path}"
             )
+        if run.report.decision == "promote":
+            verdict_check.check(
+                cat,
+                run.report,
+                results=double_run.results_dir(workspace),
+                changed_paths=touched,
+                seals=seals,
+                rows=rows,
+                commit_counts=counts,
+                override=override,
+                run_id=run_id,
+            )
+            progress.step("the CLI's own evaluation of the run results agrees: promote")
         total, longest = _property_seconds(workspace, run.report)
         timing = {"property runs": total, "longest double run": longest}
         return _finish(run.report, paths, progress, out, timing)

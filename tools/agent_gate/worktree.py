@@ -2,10 +2,13 @@
 
 A patch is never applied to the user's checkout. Every command that builds or
 applies anything works in one detached git worktree of the same repository, at
-`<git common dir>/agent_gate/scoring`: reset to a base revision, cleaned, then
-patched with `git apply` (after `git apply --check`). Its path never changes, so
-its Bazel server and output base stay warm from one score to the next. A lock
-file beside it serializes agent-gate runs on one repository.
+`${XDG_CACHE_HOME:-~/.cache}/agent_gate/<name>-<hash of the git common dir>/scoring`:
+outside the user's checkout and its `.git`, so nothing reaches them through `..`
+from the worktree. It is reset to a base revision, cleaned, then patched with
+`git apply` (after `git apply --check`). Its path never changes, so its Bazel
+server and output base stay warm from one score to the next. A lock file beside
+it serializes agent-gate runs on one repository; `runs/` and `reports/` hold logs
+and reports.
 
 The Bazel workspace may be the repository's top or a directory inside it; patch
 paths are relative to the workspace root (what `changed_paths` means).
@@ -14,6 +17,7 @@ paths are relative to the workspace root (what `changed_paths` means).
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -52,7 +56,7 @@ class Repo:
 
     @property
     def state_dir(self) -> Path:
-        return self.common_dir / STATE_DIR
+        return state_dir_of(self.common_dir)
 
     @property
     def scoring_root(self) -> Path:
@@ -61,6 +65,22 @@ class Repo:
     @property
     def scoring_workspace(self) -> Path:
         return self.scoring_root / self.workspace_rel if self.workspace_rel else self.scoring_root
+
+
+def cache_home() -> Path:
+    """`$XDG_CACHE_HOME`, else `~/.cache` (the XDG base directory rule: absolute or unset)."""
+    value = os.environ.get("XDG_CACHE_HOME", "")
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path.home() / ".cache"
+
+
+def state_dir_of(common_dir: Path) -> Path:
+    """The repository's agent_gate directory: readable name, keyed by its git common dir."""
+    key = hashlib.sha256(os.fsencode(str(common_dir))).hexdigest()[:16]
+    top = common_dir.parent if common_dir.name == ".git" else common_dir
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", top.name)[:40].lstrip(".") or "repo"
+    return cache_home() / STATE_DIR / f"{name}-{key}"
 
 
 def git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
@@ -122,6 +142,13 @@ def open_repo(workspace: Path | None) -> Repo:
         raise CliError(f"workspace {root} is outside its git work tree {toplevel}") from None
     if resolved == common or common in resolved.parents:
         raise CliError(f"workspace {root} is inside the git directory {common}; use your checkout")
+    state = state_dir_of(common).resolve()
+    for inside in (toplevel, common):
+        if state == inside or inside in state.parents:
+            raise CliError(
+                f"the agent_gate cache {state} is inside {inside}: a scored patch could reach "
+                "the repository from there; set XDG_CACHE_HOME to a directory outside it"
+            )
     return Repo(
         toplevel=toplevel,
         common_dir=common,
@@ -259,3 +286,73 @@ def apply_patch(repo: Repo, patch: bytes, shown: str, base: str) -> None:
 def describe(repo: Repo, rev: str) -> str:
     """How people know the scoring workspace: their checkout, at a commit."""
     return f"{repo.workspace} (at {rev[:12]})"
+
+
+@dataclass(frozen=True)
+class StagedChange:
+    """One path of `git diff --cached --raw`: its modes on both sides (0: absent)."""
+
+    path: str  # relative to the workspace root
+    old_mode: int
+    new_mode: int
+    status: str
+
+    @property
+    def symlink(self) -> bool:
+        """A symlink on either side: added, changed, retargeted or replaced."""
+        return SYMLINK_MODE in (self.old_mode, self.new_mode)
+
+
+SYMLINK_MODE = 0o120000
+
+
+def staged_changes(repo: Repo) -> list[StagedChange]:
+    """What the applied patch changed, read by git itself (the index against HEAD).
+
+    `--no-renames` lists a rename as its two sides, as the patch reader does. Paths
+    outside the workspace directory (impossible through `git apply --directory`)
+    are kept with their repository path, so that a cross-check flags them.
+    """
+    done = _git(
+        repo.scoring_root,
+        "-c",
+        "core.quotePath=false",
+        "diff",
+        "--cached",
+        "--raw",
+        "-z",
+        "--no-renames",
+        "--no-ext-diff",
+        "HEAD",
+        "--",
+    )
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip() or "no message"
+        raise CliError(f"git cannot list what the patch changed in {repo.scoring_root}: {why}")
+    return parse_raw(done.stdout, repo.workspace_rel)
+
+
+def parse_raw(data: bytes, workspace_rel: str = "") -> list[StagedChange]:
+    """`git diff --raw -z` records (`:old new sha sha status NUL path NUL`)."""
+    fields = data.split(b"\0")
+    if fields and fields[-1] == b"":
+        fields.pop()
+    prefix = f"{workspace_rel}/" if workspace_rel else ""
+    changes: list[StagedChange] = []
+    index = 0
+    while index < len(fields):
+        header = fields[index].decode("ascii", "replace").split()
+        if len(header) != 5 or not header[0].startswith(":") or index + 1 >= len(fields):
+            raise CliError(f"git printed a --raw record the gate cannot read: {fields[index]!r}")
+        status = header[4]
+        paths = 2 if status[:1] in ("R", "C") else 1
+        path = fields[index + paths].decode("utf-8", "surrogateescape")
+        if prefix and path.startswith(prefix):
+            path = path[len(prefix) :]
+        try:
+            old_mode, new_mode = int(header[0][1:], 8), int(header[1], 8)
+        except ValueError:
+            raise CliError(f"git printed modes the gate cannot read: {header!r}") from None
+        changes.append(StagedChange(path, old_mode, new_mode, status))
+        index += 1 + paths
+    return changes
