@@ -38,9 +38,11 @@ class VerdictCheckTest(absltest.TestCase):
         self.results = Path(tempfile.mkdtemp())
 
     def write_result(self, property_id: str, exits: tuple[int, int], run_id: str = RUN_ID):
-        result = agent_gate_pb2.RunResult(property_id=property_id, run_id=run_id)
+        result = agent_gate_pb2.RunResult(
+            property_id=property_id, run_id=run_id, network_blocked=True, network_interfaces=["lo"]
+        )
         for number, code in enumerate(exits, start=1):
-            result.runs.add(run_number=number, exit_code=code)
+            result.runs.add(run_number=number, exit_code=code, isolated=True)
         path = self.results / f"{property_id}.result.txtpb"
         path.write_text(text_format.MessageToString(result))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -49,6 +49,9 @@ class Catalog:
     rule_set_paths: tuple[str, ...]
     admission_mutants: Mapping[str, tuple[str, ...]]  # property id -> repo-relative patches
     unobserved_ok: tuple[str, ...] = ()
+    # Matched property id -> targets of its test's closure that would run unsandboxed
+    # (only under the gate flags the catalog was built with).
+    unsandboxed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def ids(self) -> list[str]:
@@ -81,6 +84,12 @@ def _string(value: Any, where: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{where} is not a string")
     return value
+
+
+def _unsandboxed(value: Any) -> dict[str, tuple[str, ...]]:
+    if not isinstance(value, dict):
+        raise ValueError("unsandboxed is not an object")
+    return {str(key): _strings(targets, f"unsandboxed[{key}]") for key, targets in value.items()}
 
 
 def parse_config(data: Any) -> Catalog:
@@ -132,6 +141,7 @@ def parse_config(data: Any) -> Catalog:
             rule_set_paths=_strings(data["rule_set_paths"], "rule_set_paths"),
             admission_mutants=mutants,
             unobserved_ok=_strings(data.get("unobserved_ok", []), "unobserved_ok"),
+            unsandboxed=_unsandboxed(data.get("unsandboxed", {})),
         )
     except (KeyError, TypeError) as error:
         raise ValueError(f"the gate config lacks {error}") from None

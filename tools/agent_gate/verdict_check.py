@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agent_gate import catalog, double_run, quorum
+from agent_gate import catalog, double_run, pathdigest, quorum
 from agent_gate.locality import LocalityIndex
 from agent_gate.usage import CliError
 from proto import agent_gate_pb2
@@ -47,6 +47,9 @@ def gate_inputs(
         rule_set_paths=cat.rule_set_paths,
         override=override,
         run_id=run_id,
+        unobserved_ok=cat.unobserved_ok,
+        unsandboxed=cat.unsandboxed,
+        changed_paths_sha256=pathdigest.changed_paths_digest(changed_paths),
     )
 
 
