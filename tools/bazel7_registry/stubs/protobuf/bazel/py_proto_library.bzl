@@ -7,6 +7,8 @@ library, importable by the proto's path (`from proto import x_pb2` for
 rule's package is refused: its output could not be declared here.
 """
 
+load("@rules_python//python:defs.bzl", "PyInfo")
+
 # ProtoInfo is still a global on Bazel 7; this module is only ever used there.
 # buildifier: disable=native-proto-info
 def _py_proto_library_impl(ctx):
