@@ -11,6 +11,7 @@ and `pip.parse(hub_name = ...)`, protobuf's `py_proto_library`):
   passes under linux-sandbox, offline;
 * the hub has a target per lock-file distribution, normalized the way
   rules_python names them, and nothing else;
+* one hub name in two modules is refused, as rules_python refuses it;
 * a module neither Debian nor the lane serves fails to resolve, naming the
   module, instead of being downloaded.
 
@@ -166,6 +167,42 @@ class Bazel7ModulesTest(absltest.TestCase):
                 "@probe_pypi//zope_interface:zope_interface",
             ],
         )
+
+    def test_hub_name_used_by_two_modules_is_refused(self) -> None:
+        # As rules_python does: a dependency's hub may not take the root's name.
+        dep = self.tmp / "dep"
+        dep.mkdir(exist_ok=True)
+        (dep / "MODULE.bazel").write_text(
+            'module(name = "dep")\n\n'
+            'bazel_dep(name = "rules_python", version = "0.31.0")\n\n'
+            'pip = use_extension("@rules_python//python/extensions:pip.bzl", "pip")\n'
+            'pip.parse(hub_name = "probe_pypi", requirements_lock = "//:requirements.lock")\n'
+            'use_repo(pip, "probe_pypi")\n'
+        )
+        (dep / "BUILD.bazel").write_text("")
+        (dep / "requirements.lock").write_text("pyyaml==6.0.1\n")
+        root = self.tmp / "collide"
+        root.mkdir(exist_ok=True)
+        (root / "MODULE.bazel").write_text(
+            MODULE.replace('"bazel7_modules_probe"', '"collide"')
+            + f'\nbazel_dep(name = "dep", version = "0")\n'
+            f'local_path_override(module_name = "dep", path = "{dep}")\n'
+        )
+        (root / "requirements.lock").write_text("pyyaml==6.0.1\n")
+        (root / "BUILD.bazel").write_text("")
+        (root / "WORKSPACE.bzlmod").write_text("")
+        output_base = f"--output_base={self.tmp / 'collide_output_base'}"
+        result = subprocess.run(
+            [str(BAZEL7), output_base, "build", "@probe_pypi//pyyaml"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        subprocess.run([str(BAZEL7), output_base, "shutdown"], cwd=root, check=False)
+        self.assertNotEqual(result.returncode, 0, result.stderr)
+        self.assertIn('hub_name "probe_pypi" is used by both', result.stderr)
 
     def test_unknown_module_is_not_downloaded(self) -> None:
         other = self.tmp / "other"

@@ -77,8 +77,15 @@ _hub = repository_rule(
 
 def _pip_impl(module_ctx):
     hubs = {}
+    owners = {}
     for mod in module_ctx.modules:
         for parse in mod.tags.parse:
+            # rules_python refuses one hub name in two modules; so does the lane,
+            # or it would pass a MODULE.bazel that fails for users.
+            owner = owners.setdefault(parse.hub_name, mod.name)
+            if owner != mod.name:
+                fail(("pip.parse: hub_name %r is used by both %r and %r; a hub name must be " +
+                      "unique across modules") % (parse.hub_name, owner, mod.name))
             names = hubs.setdefault(parse.hub_name, [])
             lock = parse.requirements_lock or parse.requirements_linux
             if not lock:
