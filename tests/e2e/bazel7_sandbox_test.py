@@ -13,7 +13,7 @@ so this test pins, on a tiny bzlmod workspace in a temporary directory:
   while the same untagged action can (Bazel's sandboxes allow network by
   default), so the blocked case is not blocked for some other reason;
 * a sandboxed action cannot write into the home directory or into the
-  workspace's source tree.
+  workspace's source tree, and Bazel writes no MODULE.bazel.lock there.
 
 Needs root and the sid root (tools/bootstrap_bazel7); without them it fails.
 Run: .venv/bin/python3 tests/e2e/bazel7_sandbox_test.py
@@ -169,6 +169,11 @@ class Bazel7SandboxTest(absltest.TestCase):
         result = self._bazel("test", "--spawn_strategy=linux-sandbox", "//:hello_test")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("PASSED", result.stdout + result.stderr)
+
+    def test_no_lock_file_is_written_into_the_workspace(self) -> None:
+        result = self._bazel("build", "//:hello")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertFalse((self.workspace / "MODULE.bazel.lock").exists())
 
     def test_default_strategy_is_linux_sandbox(self) -> None:
         # A fresh output of the genrule, so an action really runs.
