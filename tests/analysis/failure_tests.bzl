@@ -189,7 +189,7 @@ def failure_test_suite(name):
         "wrapped_test_with_args_test",
         strong_property,
         test_override = "//tests/analysis/testdata:with_args_test",
-        message = "the wrapped test //tests/analysis/testdata:with_args_test sets `args` and `env`, " +
+        message = "the wrapped test %s sets `args` and `env`, " % Label("//tests/analysis/testdata:with_args_test") +
                   "which a property cannot carry into its double run (the runs would differ from " +
                   "`bazel test`); move them into the test itself.",
     ))
@@ -207,7 +207,7 @@ def failure_test_suite(name):
         "wrapped_test_here_with_args_test",
         weak_property,
         test_override = ":here_with_args_test",
-        message = "the wrapped test //tests/analysis:here_with_args_test sets `args` and `env`, " +
+        message = "the wrapped test %s sets `args` and `env`, " % Label("//tests/analysis:here_with_args_test") +
                   "which a property cannot carry into its double run (the runs would differ from " +
                   "`bazel test`); move them into the test itself.",
     ))
@@ -242,8 +242,11 @@ def failure_test_suite(name):
     tests.append(_gate_case(
         "gate_duplicate_ids_test",
         properties = [":duplicate_id_first", ":duplicate_id_second"],
-        message = "property id \"dup.id\" is declared twice, by //tests/analysis:duplicate_id_first " +
-                  "and //tests/analysis:duplicate_id_second; ids must be unique in a catalog.",
+        # Labels as this Bazel spells them: `//pkg:name`, or `@@//pkg:name` under bzlmod.
+        message = "property id \"dup.id\" is declared twice, by %s and %s; ids must be unique in a catalog." % (
+            Label("//tests/analysis:duplicate_id_first"),
+            Label("//tests/analysis:duplicate_id_second"),
+        ),
     ))
     tests.append(_gate_case(
         "gate_negative_debt_cap_test",

@@ -202,7 +202,9 @@ def _config_and_entry_point_test_impl(ctx):
 
     runs = _double_runs(analysistest.target_actions(env))
     asserts.equals(env, 4, len(runs), "every property of the catalog is matched")
-    runfiles = "run_property.runfiles/agent_gate"
+
+    # The runner's own repository in its runfiles: `agent_gate`, or `_main` under bzlmod.
+    runfiles = "run_property.runfiles/" + ctx.workspace_name
     for action in runs:
         property_id = _argv_value(action.argv, "--property_id")
         asserts.true(env, action.argv[0].endswith("python3"), "%s runs the interpreter, got %s" % (property_id, action.argv[0]))
@@ -217,7 +219,7 @@ def _config_and_entry_point_test_impl(ctx):
         roots = action.env.get("PYTHONPATH", "").split(":")
         asserts.true(
             env,
-            roots[0].endswith(runfiles + "/tools") and roots[-1].endswith(runfiles),
+            [root for root in roots if root.endswith(runfiles + "/tools")] and roots[-1].endswith(runfiles),
             "PYTHONPATH of %s: the runner's import roots, got %s" % (property_id, roots),
         )
     return analysistest.end(env)

@@ -115,7 +115,8 @@ class Bazel7ModulesTest(absltest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.tmp = Path(tempfile.mkdtemp(prefix="bazel7_modules_"))
+        # Not below /tmp: Bazel 7's hermetic /tmp would hide the workspace from the sandbox.
+        cls.tmp = Path(tempfile.mkdtemp(prefix="bazel7_modules_", dir="/var/tmp"))
         cls.workspace = cls.tmp / "ws"
         cls.workspace.mkdir()
         files = {

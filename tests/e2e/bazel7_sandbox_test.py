@@ -128,7 +128,8 @@ class Bazel7SandboxTest(absltest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.tmp = Path(tempfile.mkdtemp(prefix="bazel7_sandbox_"))
+        # Not below /tmp: Bazel 7's hermetic /tmp would hide the workspace from the sandbox.
+        cls.tmp = Path(tempfile.mkdtemp(prefix="bazel7_sandbox_", dir="/var/tmp"))
         cls.workspace = cls.tmp / "ws"
         cls.workspace.mkdir()
         (cls.workspace / "MODULE.bazel").write_text(MODULE)

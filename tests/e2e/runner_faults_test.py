@@ -274,7 +274,14 @@ class RunnerFaultsTest(absltest.TestCase):
         self.assertLess(run.test_log_path.stat().st_size, TEST_LOG_LIMIT)
         text = run.test_log_path.read_text(errors="replace")
         self.assertIn("--- fault.chatty, run 2", text)
-        self.assertIn("cut at 400 characters", text)
+        self.assertIn("cut to its last 2000 characters", text)
+        # The report row carries the same bounded evidence, run by run.
+        (first, second) = row.evidence
+        self.assertEqual((first.run_number, second.run_number), (1, 2))
+        self.assertEqual((first.exit_code, second.exit_code), (3, 3))
+        self.assertLess(len(second.output_tail), 4096)
+        self.assertGreater(second.output_bytes_omitted, 29_000_000)
+        self.assertEqual(second.log, "bazel-bin/agent_gate.runs/fault.chatty.run2.log")
 
     # --- the runner or its result is broken -------------------------------------
 

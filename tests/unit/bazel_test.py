@@ -70,6 +70,12 @@ class RealBinaryTest(absltest.TestCase):
     def test_bazelisk_never_runs_a_wrapper(self):
         self.assertEqual(bazel.bazel_env({})["BAZELISK_SKIP_WRAPPER"], "1")
 
+    def test_no_tmpdir_reaches_the_sandbox(self):
+        # linux-sandbox would bind a TMPDIR below /tmp that its tmpfs hides: every action fails.
+        env = bazel.bazel_env({"TMPDIR": "/tmp/ci-scratch", "PATH": "/usr/bin"})
+        self.assertNotIn("TMPDIR", env)
+        self.assertEqual(env["PATH"], "/usr/bin")
+
 
 class SandboxFlagsTest(absltest.TestCase):
     def test_every_strategy_is_the_sandbox_and_nothing_falls_back(self):

@@ -584,6 +584,12 @@ class VoterTest(absltest.TestCase):
         # The strong property that did match still voted yes: the path alone blocks it.
         self.assertEqual(row(report, COUNTER).vote, "yes")
 
+    def test_a_guarded_path_is_not_also_unobserved(self):
+        report = gate(["store/counters/inc.py", "ledger.txtpb"])
+        self.assertEqual(report.decision, "review")
+        self.assertEmpty(report.unobserved_paths)
+        self.assertLen(report.guarded_paths, 1)
+
     def test_a_weak_locality_never_fills_the_gap(self):
         catalog = (*CATALOG, PropertySpec("docs.links", "weak", ("docs",)))
         report = gate(["store/counters/inc.py", "docs/x.md"], catalog=catalog)

@@ -198,9 +198,15 @@ def real_binary(found: str) -> str:
 
 
 def bazel_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of every bazel the CLI runs: bazelisk must not run tools/bazel."""
+    """The environment of every bazel the CLI runs.
+
+    Bazelisk must not run tools/bazel. And no TMPDIR: linux-sandbox binds the
+    client's TMPDIR into every sandbox, which fails for every action once the
+    sandbox's own tmpfs hides a TMPDIR below /tmp (sandbox.py).
+    """
     env = dict(os.environ if base is None else base)
     env["BAZELISK_SKIP_WRAPPER"] = "1"
+    env.pop("TMPDIR", None)
     return env
 
 

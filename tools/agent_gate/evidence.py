@@ -33,11 +33,13 @@ def tail(log: Path | None) -> tuple[str, int]:
     except OSError as error:
         return f"(the log could not be read: {error.strerror or error})", 0
     lines = data.decode("utf-8", errors="replace").splitlines()
-    if start > 0 and lines:
-        lines = lines[1:]  # the first line was cut by the byte bound
+    if start > 0 and len(lines) > 1:
+        lines = lines[1:]  # the first line was cut by the byte bound; a lone line stays
     kept = lines[-TAIL_LINES:]
     shown = [
-        line if len(line) <= _LINE_CHARS else f"{line[:_LINE_CHARS]} [... line cut]"
+        line
+        if len(line) <= _LINE_CHARS
+        else f"[... cut to its last {_LINE_CHARS} characters] {line[-_LINE_CHARS:]}"
         for line in kept
     ]
     text = "\n".join(shown)

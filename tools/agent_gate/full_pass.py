@@ -9,6 +9,7 @@ ones: no review guards and no stop_queue, since there is no patch to hold back.
 from __future__ import annotations
 
 from agent_gate import quorum
+from agent_gate.pathdigest import changed_paths_digest
 from proto import agent_gate_pb2
 
 
@@ -57,7 +58,11 @@ def _seal_status(spec: quorum.PropertySpec, inputs: quorum.GateInputs) -> str:
 
 def evaluate(inputs: quorum.GateInputs) -> agent_gate_pb2.GateReport:
     open_ids = {r.property_id for r in inputs.ledger if r.state == "open"}
-    report = agent_gate_pb2.GateReport(debt_cap=inputs.debt_cap, run_id=inputs.run_id)
+    report = agent_gate_pb2.GateReport(
+        debt_cap=inputs.debt_cap,
+        run_id=inputs.run_id,
+        changed_paths_sha256=changed_paths_digest(inputs.changed_paths),
+    )
     report.rows.extend(_row(spec, inputs, open_ids) for spec in inputs.catalog)
     report.errors.extend(inputs.errors)
     report.debt = len(open_ids)

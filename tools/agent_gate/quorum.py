@@ -320,6 +320,7 @@ class _Fixtures:
     status_by_root: dict[str, str]  # normalized sealed root -> its FixtureStatus.status
     touched: set[str]  # every guarded prefix the diff touched
     faults: list[str]
+    guarded_paths: set[str]  # the touched paths a guard caught
 
     def status_of(self, root: str) -> str | None:
         """Status of the sealed tree holding `root` (the root itself or an ancestor)."""
@@ -378,6 +379,7 @@ def _scan_diff(
     gate_package = inputs.gate_package.removesuffix("/")
 
     guarded: list[str] = []
+    guarded_set: set[str] = set()
     touched: set[str] = set()
     for path in dict.fromkeys(paths):
         hits = guards.hits(path)
@@ -403,8 +405,9 @@ def _scan_diff(
             )
         if whys:
             guarded.append(f"{path} ({'; '.join(whys)})")
+            guarded_set.add(path)
 
-    fixtures = _Fixtures([], {}, touched, [])
+    fixtures = _Fixtures([], {}, touched, [], guarded_set)
     for seal, root, seal_file in seals:
         hit = root in touched or seal_file in touched
         status = "touched" if hit else _compare(seal)
@@ -695,7 +698,12 @@ def evaluate(inputs: GateInputs) -> agent_gate_pb2.GateReport:
     matched = LocalityIndex(catalog.entries).match(paths, normalized=True)
     ledger = _check_ledger(inputs, catalog.ids, errors)
     guarded, fixtures = _scan_diff(inputs, paths, catalog, matched, errors)
-    unobserved = _unobserved(paths, inputs, catalog, errors)
+    # A guarded path is review for a reason of its own; "no voter" would only repeat it.
+    unobserved = [
+        path
+        for path in _unobserved(paths, inputs, catalog, errors)
+        if path not in fixtures.guarded_paths
+    ]
     unsandboxed = [
         f"{target} (in the closure of {property_id})"
         for property_id in sorted(inputs.unsandboxed)
