@@ -663,8 +663,11 @@ _agree_with_the_fixture()
             )
 
         scored = self.run_case("starlark_macro", edit)
-        self.assert_caught_by_guard(scored, "build_defs/checks.bzl")
-        self.assertEqual(scored.rows()["calc.sums"].classification, "pass")
+        # Starlark can define the gate itself: refused before Bazel reads the patched tree.
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn("build_defs/checks.bzl", scored.guarded())
+        self.assertIn("define the gate", scored.report.rule)
+        self.assertEqual(scored.rows()["calc.sums"].classification, "not_run")
 
     def test_helper_elsewhere_is_caught_once_its_directory_is_guarded(self):
         """The documented defence: list the helper's directory in the gate's rule_set_paths."""

@@ -219,6 +219,29 @@ class PreApplyReportTest(absltest.TestCase):
         self.assertEqual(report.override.by, "alice")
 
 
+class GateDefinitionTest(absltest.TestCase):
+    def test_starlark_and_the_rule_set_are_refused_before_bazel_runs(self):
+        cat = catalog.Catalog(**{**CATALOG.__dict__, "rule_set_paths": ("third_party/agent_gate",)})
+        touched = [
+            "api/serializers/user.py",
+            "deps.bzl",
+            "build/defs/macros.bzl",
+            "third_party/agent_gate/rules/defs.bzl",
+            "third_party/agent_gate/tools/x.py",
+            "third_party/agent_gate_v2/x.py",
+            "notes.bzl.txt",
+        ]
+        self.assertEqual(
+            score.gate_definition_paths(cat, touched),
+            [
+                "deps.bzl",
+                "build/defs/macros.bzl",
+                "third_party/agent_gate/rules/defs.bzl",
+                "third_party/agent_gate/tools/x.py",
+            ],
+        )
+
+
 class PathsAndCodesTest(absltest.TestCase):
     def test_report_paths(self):
         out, md = score.report_paths(Path("/tmp/out/r.json"), Path("/state"), "run")

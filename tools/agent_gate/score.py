@@ -171,6 +171,24 @@ def pre_apply_report(
     return result
 
 
+def gate_definition_paths(cat: catalog.Catalog, touched: Sequence[str]) -> list[str]:
+    """Touched paths that can define the gate itself: any `.bzl`, and the base's rule set.
+
+    The gate would judge them with the rules the patched tree builds: a `.bzl` that
+    WORKSPACE loads can point @agent_gate elsewhere, a vendored copy can be rewritten.
+    So, like the files that configure Bazel, they are review before Bazel runs.
+    """
+    found = []
+    for path in touched:
+        normal = path.strip("/")
+        if normal.endswith(".bzl") or any(
+            normal == prefix or normal.startswith(prefix.rstrip("/") + "/")
+            for prefix in cat.rule_set_paths
+        ):
+            found.append(path)
+    return found
+
+
 def control_report(
     pre_apply: agent_gate_pb2.GateReport,
     control: Sequence[str],
@@ -187,9 +205,10 @@ def control_report(
     if control:
         shown = ", ".join(_printable(path) for path in control[:_NAMES_SHOWN])
         added.append(
-            f"review: the diff touches {shown}, which decide how Bazel itself runs (launcher, "
-            "rc files, WORKSPACE, MODULE.bazel, .bazelignore, .bazelversion); the gate is not "
-            "run on a patch that could replace it: a human must look"
+            f"review: the diff touches {shown}, which decide how Bazel itself runs or define "
+            "the gate (launcher, rc files, WORKSPACE, MODULE.bazel, .bazelignore, .bazelversion, "
+            "Starlark, the rule set); the gate is not run on a patch that could replace it: a "
+            "human must look"
         )
     if symlinks:
         shown = ", ".join(_printable(path) for path in symlinks[:_NAMES_SHOWN])
@@ -379,7 +398,7 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
             seals = sealcheck.check(workspace, cat.fixtures)
         counts = _commit_counts(repo, base, rows)
         drift = sealcheck.drifted(seals)
-        control = bazel.bazel_control_paths(touched)
+        control = bazel.bazel_control_paths(touched) + gate_definition_paths(cat, touched)
         if drift or control:
             # The patch is never applied: the base drifted, or the diff could replace
             # Bazel itself. Drift wins, as fixture_fault outranks review.
@@ -411,6 +430,7 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
             applied_tree.cross_check(touched, changes)
             links = applied_tree.symlink_changes(changes)
             control = applied_tree.control_paths(workspace, touched)
+            control += [p for p in gate_definition_paths(cat, touched) if p not in control]
         if links or control:
             # Before Bazel reads the patched tree: it could reconfigure Bazel itself.
             progress.step("the applied tree changes a symlink or reconfigures Bazel: review")
