@@ -319,6 +319,36 @@ genrule(
 """
 
 
+# A rule of the base (trusted Starlark) whose action asks to leave the sandbox;
+# a patch only uses it. No BUILD attribute or tag shows the opt-out.
+RAW_GEN_RULE = """\
+def _raw_gen_impl(ctx):
+    out = ctx.actions.declare_file(ctx.label.name + ".txt")
+    command = ctx.attr.cmd.replace("$@", out.path)
+    command = command.replace("$(location calc.py)", ctx.files.srcs[0].path)
+    ctx.actions.run_shell(
+        inputs = ctx.files.srcs,
+        outputs = [out],
+        command = command,
+        execution_requirements = {"no-sandbox": "1", "requires-network": "1", "local": "1"},
+    )
+    return [DefaultInfo(files = depset([out]), runfiles = ctx.runfiles(files = [out]))]
+
+raw_gen = rule(
+    implementation = _raw_gen_impl,
+    attrs = {
+        "srcs": attr.label_list(allow_files = True),
+        "cmd": attr.string(),
+        "outs": attr.string_list(),
+    },
+)
+"""
+
+
+def _raw_gen_rule(root: Path) -> None:
+    (root / "build_defs" / "raw_gen.bzl").write_text(RAW_GEN_RULE)
+
+
 # --- edits an agent could make ------------------------------------------------
 
 
@@ -899,8 +929,13 @@ _agree_with_the_fixture()
 
     # --- actions that opt out of the sandbox ------------------------------------------
 
-    def _escaping_genrule_case(self, name: str, opt_out: str) -> None:
-        """A genrule in a locality opts out of the sandbox to rewrite the test; it must not."""
+    def _escaping_genrule_case(self, name: str, opt_out: str, *, base_rule: bool = False) -> None:
+        """A genrule in a locality opts out of the sandbox to rewrite the test; it must not.
+
+        `base_rule`: the action comes from a rule of the base whose `.bzl` sets the
+        opt-out as an execution requirement, which no BUILD attribute shows: only
+        the CLI's flags keep it in the sandbox.
+        """
         mark = name
         markers = [
             self.repo.output_base / f"poison_{mark}",
@@ -918,16 +953,21 @@ _agree_with_the_fixture()
             break_calc(root)
             rule = ESCAPING_GENRULE.replace("MARK", mark).replace("OPT_OUT", opt_out)
             rule = rule.replace("PORT", port)
+            load = ""
+            if base_rule:
+                load = 'load("//build_defs:raw_gen.bzl", "raw_gen")\n'
+                rule = rule.replace("genrule(", "raw_gen(").replace("$$", "$")
             build = root / "lib/calc/BUILD.bazel"
             build.write_text(
-                build.read_text().replace(
+                load
+                + build.read_text().replace(
                     '    srcs = glob(["*.py"]),\n',
                     '    srcs = glob(["*.py"]),\n    data = [":pwn"],\n',
                 )
                 + rule
             )
 
-        scored = self.run_case(name, edit)
+        scored = self.run_case(name, edit, setup=_raw_gen_rule if base_rule else None)
         # Nothing outside the sandbox changed: the predicate, the output base, /tmp, /dev/shm.
         self.assertEqual(
             (self.repo.scoring / "checks/sums_test.py").read_bytes(),
@@ -940,12 +980,25 @@ _agree_with_the_fixture()
         with self.assertRaises(BlockingIOError, msg="the genrule reached the network"):
             listener.accept()
         ran = self.repo.scoring / "bazel-bin" / "lib" / "calc" / "pwn.txt"
-        self.assertEqual(ran.read_text(), "ran\n")  # it did run, inside the sandbox
-        if scored.report is not None:
+        if base_rule:
+            # Invisible to the rule set: it ran, but inside the sandbox, offline.
+            self.assertEqual(ran.read_text(), "ran\n")
             self.assertNotEqual(scored.rows()["calc.sums"].classification, "pass")
+            return
+        # The rule set names it and never builds the test whose closure holds it.
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertTrue(
+            any(t.startswith("//lib/calc:pwn (") for t in scored.report.unsandboxed_targets),
+            scored.report.unsandboxed_targets,
+        )
+        self.assertEqual(scored.rows()["calc.sums"].classification, "not_run")
+        self.assertFalse(ran.exists(), "the gate built the genrule it refuses")
 
     def test_genrule_with_local_runs_in_the_sandbox_anyway(self):
         self._escaping_genrule_case("genrule_local", "local = 1,")
+
+    def test_base_rule_that_opts_out_runs_in_the_sandbox_anyway(self):
+        self._escaping_genrule_case("base_rule_no_sandbox", "", base_rule=True)
 
     def test_genrule_tagged_no_sandbox_runs_in_the_sandbox_anyway(self):
         self._escaping_genrule_case(
