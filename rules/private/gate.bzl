@@ -194,7 +194,11 @@ def _gate_impl(ctx):
 
     results = {}
     unsandboxed = {}
+    only = _split(_flag(ctx, "_only_properties"))
     for target, info in _matched(properties, changed_paths, full_pass):
+        if only and info.id not in only:
+            continue
+
         # A test whose closure would leave the sandbox is never built or run: the
         # gate names its targets (review) rather than run what it cannot sandbox.
         opted_out = info.unsandboxed.to_list()
@@ -270,6 +274,7 @@ PYTHONPATH="{python_path}" exec "{interpreter}" "{script}" --config "{config}" "
 _FLAGS = {
     "_changed_paths": attr.label(default = Label("//:changed_paths")),
     "_changed_paths_sha256": attr.label(default = Label("//:changed_paths_sha256")),
+    "_only_properties": attr.label(default = Label("//:only_properties")),
     "_commit_counts": attr.label(default = Label("//:commit_counts")),
     "_override_by": attr.label(default = Label("//:override_by")),
     "_override_ignore": attr.label(default = Label("//:override_ignore")),

@@ -95,11 +95,14 @@ _IDS_ATTRS = {
     "expected_ids": attr.string_list(doc = "Ids of the properties that must get one double run each."),
 }
 
-def _ids_test(changed_paths):
+def _ids_test(changed_paths, only = None):
+    settings = {_CHANGED_PATHS: changed_paths}
+    if only != None:
+        settings[str(Label("//:only_properties"))] = only
     return analysistest.make(
         _double_run_ids_test_impl,
         attrs = _IDS_ATTRS,
-        config_settings = {_CHANGED_PATHS: changed_paths},
+        config_settings = settings,
     )
 
 # A diff inside x/api: the strong api property and the weak x property.
@@ -110,6 +113,9 @@ gate_matches_per_component_test = _ids_test("tests/analysis/x/api_v2/f.py")
 
 # yy is not y; docs/ is no property's.
 gate_matches_nothing_test = _ids_test("tests/analysis/yy/f.py,docs/readme.md,tests/analysis")
+
+# `only_properties`: of everything the paths match, just the one named runs.
+gate_runs_only_the_named_property_test = _ids_test(_ALL_PATHS, only = "gate_y_strong")
 
 # A matched property whose test's closure would leave the sandbox is never built.
 gate_skips_unsandboxed_closure_test = _ids_test("tests/analysis/testdata/x.py")
@@ -341,6 +347,11 @@ def gate_test_suite(name):
         properties = [":unsandboxed_closure_property"],
         ledger = "//tests/analysis/testdata:ledger.txtpb",
     )
+    gate_runs_only_the_named_property_test(
+        name = "gate_runs_only_the_named_property_test",
+        target_under_test = ":gate_subject",
+        expected_ids = ["gate_y_strong"],
+    )
     gate_skips_unsandboxed_closure_test(
         name = "gate_skips_unsandboxed_closure_test",
         target_under_test = ":gate_unsandboxed_subject",
@@ -407,6 +418,7 @@ def gate_test_suite(name):
             ":full_strong_pass_runs_every_strong_test",
             ":gate_double_run_sandbox_test",
             ":gate_skips_unsandboxed_closure_test",
+            ":gate_runs_only_the_named_property_test",
             ":gate_double_run_inputs_test",
             ":gate_run_id_on_command_line_test",
             ":gate_config_and_entry_point_test",

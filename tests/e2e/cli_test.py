@@ -326,8 +326,13 @@ class CliTest(absltest.TestCase):
     def test_override_gets_past_stop_queue_only_naming_open_rows(self):
         all_open = next(case for case in self.cases if case["expect"] == "stop_queue")
         base = _ledger_branch(all_open)
-        done, _ = self.score(all_open["patch"], "--base", base)
+        done, out = self.score(all_open["patch"], "--base", base)
         self.assertExit(done, 14, "agent_gate: stop_queue")
+        # The ledger alone decides: no property ran, and the rows say so.
+        self.assertIn("nothing is run", done.stderr)
+        for row in _report(out).rows:
+            self.assertEqual(list(row.exit_codes), [], row.property_id)
+            self.assertIn("no property ran", row.note)
         ids = "resp.no_secret_fields,resp.keys_present,counter.monotonic_under_replay"
         done, out = self.score(
             all_open["patch"], "--base", base, "--override-ignore", ids, "--override-by", "alice"

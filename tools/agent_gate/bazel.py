@@ -276,8 +276,12 @@ def gate_flags(
     commit_counts: Mapping[str, int] | None = None,
     override: Override | None = None,
     flag_prefix: str = FLAG_PREFIX,
+    only_properties: Sequence[str] = (),
 ) -> list[str]:
-    """The build-setting flags that hand one candidate patch to the gate."""
+    """The build-setting flags that hand one candidate patch to the gate.
+
+    `only_properties`: run just these of the matched properties (freeze, admit).
+    """
     paths = [encode_path(path) for path in changed_paths]
     _check_value("run id", run_id)
     counts: list[str] = []
@@ -300,6 +304,9 @@ def gate_flags(
         by = override.by
         ignored = ",".join(_list_flag_item("overridden ledger id", i) for i in override.ignored_ids)
     flags += [f"--{flag_prefix}override_by={by}", f"--{flag_prefix}override_ignore={ignored}"]
+    if only_properties:
+        only = ",".join(_list_flag_item("property id", item) for item in only_properties)
+        flags.append(f"--{flag_prefix}only_properties={only}")
     return flags
 
 

@@ -97,8 +97,12 @@ def run_properties(
     """Run each property twice in `workspace` as it is now; results by property id."""
     run_id = bazel.new_run_id(label)
     paths = probe_paths(catalog, ids)
+    # Only the properties judged here run, not every other one the probe paths match.
     flags = bazel.gate_flags(
-        changed_paths=paths, run_id=run_id, flag_prefix=bazel_build.flag_prefix(workspace)
+        changed_paths=paths,
+        run_id=run_id,
+        flag_prefix=bazel_build.flag_prefix(workspace),
+        only_properties=ids,
     )
     progress.step(f"running {', '.join(ids)} twice (changed path {', '.join(paths)}, {run_id})")
     bazel_build.build_gate(

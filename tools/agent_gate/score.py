@@ -46,6 +46,7 @@ _NOT_APPLIED = (
     "not run: a sealed fixture tree of the base drifted from its committed seal, so the "
     "patch was never applied"
 )
+_STOPPED = "not run: the ledger's debt alone exceeds the cap (stop_queue), so no property ran"
 _RECONFIGURES_BAZEL = "not run: the diff reconfigures Bazel itself, so the gate was not run on it"
 _NAMES_SHOWN = 5
 
@@ -399,6 +400,21 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
         counts = _commit_counts(repo, base, rows)
         drift = sealcheck.drifted(seals)
         control = bazel.bazel_control_paths(touched) + gate_definition_paths(cat, touched)
+        if not drift and not control:
+            # stop_queue is known from the base's ledger alone: decide without running.
+            stopped = pre_apply_report(
+                cat,
+                seals=seals,
+                rows=rows,
+                commit_counts=counts,
+                touched=touched,
+                run_id=run_id,
+                override=override,
+                note=_STOPPED,
+            )
+            if stopped.decision == "stop_queue":
+                progress.step("the ledger's debt exceeds the cap: stop_queue, nothing is run")
+                return _finish(stopped, paths, progress, out, {})
         if drift or control:
             # The patch is never applied: the base drifted, or the diff could replace
             # Bazel itself. Drift wins, as fixture_fault outranks review.
