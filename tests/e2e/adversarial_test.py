@@ -927,6 +927,23 @@ _agree_with_the_fixture()
         self.assertEqual(run.report.rows[0].classification, "not_run")
         self.assertFalse(marker.exists(), "the gate ran the unsandboxed genrule")
 
+    def test_a_poisoned_output_base_is_regenerated_before_the_next_score(self):
+        """A file of @agent_gate_python rewritten between scores is not trusted by the next."""
+        self.repo.base()
+        patch, _ = self.repo.candidate(break_calc)
+        first = self.repo.score("before_poison", patch)
+        self.assertEqual(first.decision, "reject", self._explain(first))
+        build = self.repo.output_base / "external" / "agent_gate_python" / "BUILD.bazel"
+        original = build.read_text()
+        build.chmod(0o644)
+        build.write_text(original.replace('python_version = "PY3"', 'python_version = "PY3"  # x'))
+        scored = self.run_case("poisoned_output_base", break_calc)
+        self.assertIn(
+            "agent_gate_python changed since the last score", scored.stderr, self._explain(scored)
+        )
+        self.assertEqual(build.read_text(), original)
+        self.assertEqual(scored.decision, first.decision, self._explain(scored))
+
     # --- actions that opt out of the sandbox ------------------------------------------
 
     def _escaping_genrule_case(self, name: str, opt_out: str, *, base_rule: bool = False) -> None:

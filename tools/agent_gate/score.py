@@ -29,6 +29,7 @@ from agent_gate import (
     double_run,
     ledger,
     patch,
+    provided_repos,
     quorum,
     report,
     sandbox,
@@ -353,6 +354,27 @@ def _expected_gate_flags(
     return flags if bazel.fits_command_line(flags) else []
 
 
+_PROVIDED_STATE = "provided_repositories.json"
+
+
+def _heal_provided_repositories(
+    repo: worktree.Repo, workspace: Path, progress: Progress
+) -> Path | None:
+    """The output base, after regenerating any agent_gate repository changed since last time."""
+    binary = bazel_build.bazel_binary()
+    _, output_base = bazel.server_info(binary, workspace)
+    if output_base is None:
+        return None
+    changed = provided_repos.tampered(output_base, repo.state_dir / _PROVIDED_STATE)
+    if changed:
+        progress.step(
+            f"the output base's {', '.join(changed)} changed since the last score; deleted, "
+            "and the server restarts so Bazel regenerates them before anything is judged"
+        )
+        bazel.stop_server(binary, workspace)
+    return output_base
+
+
 def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
     """Score one patch; returns the decision's exit code (CliError: exit 2)."""
     data, touched = read_candidate(options.patch)
@@ -377,6 +399,7 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
             workspace = worktree.prepare(repo, base, progress)
         # Read once: a diff that could change it (WORKSPACE) is never applied.
         flag_prefix = bazel_build.flag_prefix(workspace)
+        output_base = _heal_provided_repositories(repo, workspace, progress)
         with progress.timed("catalog"):
             cat = catalog.build(
                 workspace,
@@ -385,6 +408,8 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
                 worktree.describe(repo, base),
                 gate_flags=_expected_gate_flags(touched, run_id, override, flag_prefix),
             )
+        if output_base is not None:  # after a build of the base alone: what is trusted
+            provided_repos.record(output_base, repo.state_dir / _PROVIDED_STATE)
         rows = ledger_rows(workspace / cat.ledger_path, cat.ids, cat.ledger_path, base)
         check_override(override, rows)
         try:
