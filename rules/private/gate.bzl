@@ -89,6 +89,12 @@ def _entry_point(ctx, binary, main, runfiles_dir):
     roots = roots + [main_path.split("/", 1)[0]]
     return runfiles_dir + "/" + main_path, ":".join([runfiles_dir + "/" + root for root in roots])
 
+def _test_target(label):
+    """The label as Bazel spells TEST_TARGET: `//pkg:name` in the main repository, also under bzlmod."""
+    if not label.workspace_name:
+        return "//%s:%s" % (label.package, label.name)
+    return str(label)
+
 def _double_run(ctx, target, info, run_id, runner):
     """One PropertyDoubleRun action: both runs of one property, results as data."""
     base = "%s.runs/%s" % (ctx.label.name, info.id)
@@ -97,9 +103,9 @@ def _double_run(ctx, target, info, run_id, runner):
     args = ctx.actions.args()
     args.add("--property_id", info.id)
 
-    # One argument: under bzlmod a label reads `@@//pkg:name`, which the runner's
-    # argument parser would otherwise take for a params file to read.
-    args.add("--label=" + str(info.label))
+    # One argument: a label may begin with `@`, which the runner's argument parser
+    # would otherwise take for a params file to read.
+    args.add("--label=" + _test_target(info.label))
     args.add("--executable", info.executable)
     args.add("--workspace", info.workspace_name)
     args.add("--timeout_seconds", str(info.timeout_seconds))

@@ -73,7 +73,9 @@ def _double_run_ids_test_impl(ctx):
     )
     for action in runs:
         property_id = _argv_value(action.argv, "--property_id")
-        expected_label = str(Label("//%s:%s" % (gate.label.package, property_id)))
+
+        # TEST_TARGET as Bazel sets it for a test of the main repository: `//pkg:name`.
+        expected_label = "//%s:%s" % (gate.label.package, property_id)
 
         # One argument: a bzlmod label (`@@//...`) alone would read as a params file.
         asserts.true(
