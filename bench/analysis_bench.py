@@ -11,7 +11,7 @@ For each K, one consumer workspace with two packages:
   a test in another package is read by the property rule's aspect instead;
 * `floor/`: K `sh_test`s, each wrapped by the thinnest Starlark test rule there can
   be (one label attribute, an empty executable): what Bazel charges for one more
-  test target per test, before any work of ours. DESIGN.md makes every property a
+  test target per test, before any work of ours. The design makes every property a
   test target, so the gate cannot go below this.
 
 Measured: `bazel build --nobuild` (loading + analysis, no execution) of the gate with
@@ -252,7 +252,7 @@ def bench(ctx: Context) -> Section:
         "`thin_test`, "
         "a Starlark test rule with one label attribute that writes an empty executable: the "
         "least one more test target per test costs (a property is a test target, as "
-        "DESIGN.md requires). All load the same WORKSPACE (`agent_gate_dependencies()`).",
+        "docs/rules.md). All load the same WORKSPACE (`agent_gate_dependencies()`).",
         "`bazel clean` (untimed) before every timed command: packages are loaded and targets "
         "analysed from scratch, the JVM stays warm (a fresh server would add the same JVM "
         "start-up to both sides). The order of the commands rotates each round; "

@@ -36,7 +36,7 @@ BENCHMARKS: dict[str, Callable[[Context], Section]] = {
     "score": score_bench.bench,
 }
 
-# Items of issue 6 that are not measured yet, and why: listed, never faked.
+# Benchmarks that are not measured yet, and why: listed, never faked.
 NOT_MEASURED: tuple[tuple[str, str], ...] = ()
 
 DEFAULT_OUT = ROOT / "bench" / "RESULTS.md"

@@ -24,7 +24,7 @@ ARTICLE_ROW = """{
 }
 """
 
-# DESIGN §5's layout, with comments around and inside the rows.
+# The layout of docs/ledger.md, with comments around and inside the rows.
 TEXT_LEDGER = """# Freeze ledger: reviewed changes only.
 # One block a row.
 

@@ -21,7 +21,8 @@ from agent_gate.quorum import (
     evaluate,
 )
 
-# DESIGN §1, written out rather than imported so a reordering in quorum.py is caught.
+# The precedence of docs/decision-table.md, written out rather than imported so a
+# reordering in quorum.py is caught.
 RANK = {"stop_queue": 0, "fixture_fault": 1, "review": 2, "reject": 3, "hold": 4, "promote": 5}
 
 # What each article outcome looks like as two runs.

@@ -6,7 +6,8 @@ paths, BUILD files, ledgers, seals), two-run outcomes (passes, failures, splits,
 signals, timeouts, missing results), fixture seals (matching, drifted,
 unreadable), ledgers (open, retired, bogus and unknown rows), commit counts,
 debt caps and overrides, and checks every report against an oracle written here
-from DESIGN §1 and §5, sharing no code with quorum.py beyond its input types:
+from docs/decision-table.md and docs/ledger.md, sharing no code with quorum.py
+beyond its input types:
 
 * promote implies: no configuration error; every matched strong property that
   is not frozen passed twice (two zero exits, no timeout); at least one voted;
@@ -47,7 +48,7 @@ from agent_gate.quorum import (
     evaluate,
 )
 
-# DESIGN §1, written out here, not imported.
+# The precedence of docs/decision-table.md, written out here, not imported.
 ORDER = ("stop_queue", "fixture_fault", "review", "reject", "hold", "promote")
 RANK = {decision: rank for rank, decision in enumerate(ORDER)}
 

@@ -568,7 +568,8 @@ class DebtTest(absltest.TestCase):
         self.assertEqual(report.decision, "review")
 
 
-# DESIGN §1, spelled out here so the test does not trust quorum.PRECEDENCE.
+# The precedence of docs/decision-table.md, spelled out here so the test does not
+# trust quorum.PRECEDENCE.
 DESIGN_ORDER = ("stop_queue", "fixture_fault", "review", "reject", "hold", "promote")
 
 

@@ -355,7 +355,7 @@ def row_lines(path: Path) -> list[int]:
 
 
 def format_row(freeze: agent_gate_pb2.Freeze) -> str:
-    """One ``freeze { ... }`` block in the DESIGN §5 layout, all fields written."""
+    """One ``freeze { ... }`` block in the layout of docs/ledger.md, all fields written."""
     body = []
     for name in _FIELD_ORDER:
         value = getattr(freeze, name)

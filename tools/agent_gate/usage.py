@@ -1,6 +1,6 @@
 """Exit codes of the `agent-gate` CLI, and the error that fails a command closed.
 
-The codes are part of the contract (DESIGN §7): a merge queue reads one exit code.
+The codes are part of the contract (docs/merge-queue.md): a merge queue reads one exit code.
 """
 
 from __future__ import annotations
