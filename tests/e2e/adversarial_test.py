@@ -969,7 +969,9 @@ _agree_with_the_fixture()
         def edit(root: Path) -> None:
             break_calc(root)
             rule = ESCAPING_GENRULE.replace("MARK", mark).replace("OPT_OUT", opt_out)
-            rule = rule.replace("PORT", port)
+            # A name of its own: bazel-bin keeps what an earlier case built.
+            rule = rule.replace("PORT", port).replace('"pwn"', f'"pwn_{mark}"')
+            rule = rule.replace('"pwn.txt"', f'"pwn_{mark}.txt"')
             load = ""
             if base_rule:
                 load = 'load("//build_defs:raw_gen.bzl", "raw_gen")\n'
@@ -979,7 +981,7 @@ _agree_with_the_fixture()
                 load
                 + build.read_text().replace(
                     '    srcs = glob(["*.py"]),\n',
-                    '    srcs = glob(["*.py"]),\n    data = [":pwn"],\n',
+                    f'    srcs = glob(["*.py"]),\n    data = [":pwn_{mark}"],\n',
                 )
                 + rule
             )
@@ -996,7 +998,7 @@ _agree_with_the_fixture()
         listener.setblocking(False)
         with self.assertRaises(BlockingIOError, msg="the genrule reached the network"):
             listener.accept()
-        ran = self.repo.scoring / "bazel-bin" / "lib" / "calc" / "pwn.txt"
+        ran = self.repo.scoring / "bazel-bin" / "lib" / "calc" / f"pwn_{mark}.txt"
         if base_rule:
             # Invisible to the rule set: it ran, but inside the sandbox, offline.
             self.assertEqual(ran.read_text(), "ran\n")
@@ -1004,10 +1006,10 @@ _agree_with_the_fixture()
             return
         # The rule set names it and never builds the test whose closure holds it.
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
-        self.assertTrue(
-            any(t.startswith("//lib/calc:pwn (") for t in scored.report.unsandboxed_targets),
-            scored.report.unsandboxed_targets,
-        )
+        named = [
+            t for t in scored.report.unsandboxed_targets if t.startswith(f"//lib/calc:pwn_{mark} (")
+        ]
+        self.assertNotEmpty(named, scored.report.unsandboxed_targets)
         self.assertEqual(scored.rows()["calc.sums"].classification, "not_run")
         self.assertFalse(ran.exists(), "the gate built the genrule it refuses")
 
