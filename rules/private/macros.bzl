@@ -30,13 +30,16 @@ def sealed_fixtures(name, seal = None, srcs = None, root = None, **kwargs):
         testonly = kwargs.get("testonly"),
     )
 
-def _manual(tags):
-    """`manual`: no diff under `bazel test //...`; `external`: a verdict is never served from a cache."""
+def _tagged(tags, wanted):
     tags = list(tags or [])
-    for tag in ("manual", "external"):
+    for tag in wanted:
         if tag not in tags:
             tags.append(tag)
     return tags
+
+def _manual(tags):
+    """`manual`: no diff under `bazel test //...`; `external`: a verdict is never served from a cache."""
+    return _tagged(tags, ["manual", "external"])
 
 def agent_gate(name, properties, ledger, debt_cap = 5, unobserved_ok = [], tags = None, **kwargs):
     """The merge-queue gate test. Only `promote` is a green `bazel test`.
@@ -97,6 +100,15 @@ def _declared_here(test):
         name = test[1:] if test.startswith(":") else test
     return native.existing_rule(name)
 
+# Bazel's test timeouts in seconds, by `timeout` and by the `size` that implies one.
+_TIMEOUT_SECONDS = {"short": 60, "moderate": 300, "long": 900, "eternal": 3600}
+_SIZE_TIMEOUT = {"small": "short", "medium": "moderate", "large": "long", "enormous": "eternal"}
+
+def _timeout_seconds(declared):
+    """The per-run timeout Bazel would give the declared test, or None if it cannot tell."""
+    timeout = declared.get("timeout") or _SIZE_TIMEOUT.get(declared.get("size") or "medium")
+    return _TIMEOUT_SECONDS.get(timeout)
+
 def _predicate_attributes(test):
     """How the property learns the wrapped test's `srcs`, `args` and `env`.
 
@@ -118,11 +130,28 @@ def _predicate_attributes(test):
     if (type(srcs) not in ("list", "tuple") or type(args) not in ("list", "tuple") or
         type(env) != "dict" or [src for src in srcs if type(src) != "string"]):
         return aspect_reads_them
-    return {
+    attributes = {
         "predicate_srcs": list(srcs),
         "unforwarded_test_attributes": [key for key, value in (("args", args), ("env", env)) if value],
         "predicate_test": None,
     }
+    seconds = _timeout_seconds(declared)
+    if seconds != None:
+        attributes["timeout_seconds"] = seconds
+    return attributes
+
+def _wrap(test, kwargs):
+    """Fills `kwargs` with what a property takes from the test it wraps.
+
+    A timeout the BUILD file gives wins over the test's own. Properties are tagged
+    `manual`: `bazel test //...` runs each wrapped test once, as itself, not a second
+    time as its property; the gate runs the property.
+    """
+    attributes = _predicate_attributes(test)
+    if "timeout_seconds" in kwargs:
+        attributes.pop("timeout_seconds", None)
+    kwargs.update(attributes)
+    kwargs["tags"] = _tagged(kwargs.get("tags"), ["manual"])
 
 def strong_property(name, test, locality, fixtures = [], id = None, **kwargs):
     """A strong property: an invariant the patch can break. It votes.
@@ -137,7 +166,7 @@ def strong_property(name, test, locality, fixtures = [], id = None, **kwargs):
       id: catalog id; default `name`.
       **kwargs: `timeout_seconds` (per run of the double run), common test attributes.
     """
-    kwargs.update(_predicate_attributes(test))
+    _wrap(test, kwargs)
     strong_property_test(name = name, test = test, locality = locality, fixtures = fixtures, id = id or name, **kwargs)
 
 def weak_property(name, test, locality, fixtures = [], id = None, **kwargs):
@@ -151,5 +180,5 @@ def weak_property(name, test, locality, fixtures = [], id = None, **kwargs):
       id: catalog id; default `name`.
       **kwargs: `timeout_seconds` (per run of the double run), common test attributes.
     """
-    kwargs.update(_predicate_attributes(test))
+    _wrap(test, kwargs)
     weak_property_test(name = name, test = test, locality = locality, fixtures = fixtures, id = id or name, **kwargs)

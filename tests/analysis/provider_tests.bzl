@@ -165,6 +165,39 @@ def _how_read(name):
         return "%s: aspect" % name
     return "%s: declaration, %d srcs" % (name, len(declared.get("predicate_srcs", [])))
 
+def _timeout_test_impl(ctx):
+    env = analysistest.begin(ctx)
+    target = analysistest.target_under_test(env)
+    asserts.equals(env, ctx.attr.expected, target[PropertyInfo].timeout_seconds, "timeout_seconds")
+    asserts.true(env, "manual" in ctx.attr.expected_tags_of, "properties are tagged manual")
+    return analysistest.end(env)
+
+timeout_test = analysistest.make(
+    _timeout_test_impl,
+    attrs = {
+        "expected": attr.int(mandatory = True),
+        "expected_tags_of": attr.string_list(doc = "The property's declared tags."),
+    },
+)
+
+def _timeout_cases():
+    """The wrapped test's size or timeout sets the per-run timeout, unless the property sets one."""
+    py_test(name = "here_small_test", srcs = ["here/main.py"], main = "here/main.py", size = "small", tags = ["manual"])
+    py_test(name = "here_long_test", srcs = ["here/main.py"], main = "here/main.py", timeout = "long", tags = ["manual"])
+    strong_property(name = "here_small", test = ":here_small_test", locality = ["tests/analysis/here"])
+    strong_property(name = "here_long", test = ":here_long_test", locality = ["tests/analysis/here"])
+    strong_property(name = "here_long_own", test = ":here_long_test", locality = ["tests/analysis/here"], timeout_seconds = 42)
+    tests = []
+    for subject, expected in [("here_small", 60), ("here_long", 900), ("here_long_own", 42)]:
+        timeout_test(
+            name = subject + "_timeout_test",
+            target_under_test = ":" + subject,
+            expected = expected,
+            expected_tags_of = native.existing_rule(subject)["tags"],
+        )
+        tests.append(":%s_timeout_test" % subject)
+    return tests
+
 def _same_package_cases():
     """Properties of a test in this package: read from its declaration when it comes first."""
     srcs = ["tests/analysis/here/main.py", "tests/analysis/here/helper.py"]
@@ -339,5 +372,5 @@ def provider_test_suite(name):
             ":weak_property_info_test",
             ":sealed_fixtures_default_root_test",
             ":sealed_fixtures_explicit_root_test",
-        ] + _same_package_cases(),
+        ] + _same_package_cases() + _timeout_cases(),
     )
