@@ -425,9 +425,10 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
         counts = _commit_counts(repo, base, rows)
         drift = sealcheck.drifted(seals)
         control = bazel.bazel_control_paths(touched) + gate_definition_paths(cat, touched)
-        if not drift and not control:
-            # stop_queue is known from the base's ledger alone: decide without running.
-            stopped = pre_apply_report(
+
+        def not_run(note: str) -> agent_gate_pb2.GateReport:
+            """The report of this patch with nothing run: ledger and seals weighed."""
+            return pre_apply_report(
                 cat,
                 seals=seals,
                 rows=rows,
@@ -435,8 +436,12 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
                 touched=touched,
                 run_id=run_id,
                 override=override,
-                note=_STOPPED,
+                note=note,
             )
+
+        if not drift and not control:
+            # stop_queue is known from the base's ledger alone: decide without running.
+            stopped = not_run(_STOPPED)
             if stopped.decision == "stop_queue":
                 progress.step("the ledger's debt exceeds the cap: stop_queue, nothing is run")
                 return _finish(stopped, paths, progress, out, {})
@@ -451,16 +456,7 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
                 progress.step(
                     f"the diff reconfigures Bazel itself ({', '.join(control[:3])}): review"
                 )
-            unapplied = pre_apply_report(
-                cat,
-                seals=seals,
-                rows=rows,
-                commit_counts=counts,
-                touched=touched,
-                run_id=run_id,
-                override=override,
-                note=_NOT_APPLIED if drift else _RECONFIGURES_BAZEL,
-            )
+            unapplied = not_run(_NOT_APPLIED if drift else _RECONFIGURES_BAZEL)
             if not drift:
                 unapplied = control_report(unapplied, control)
             return _finish(unapplied, paths, progress, out, {})
@@ -475,16 +471,7 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
         if links or control:
             # Before Bazel reads the patched tree: it could reconfigure Bazel itself.
             progress.step("the applied tree changes a symlink or reconfigures Bazel: review")
-            unrun = pre_apply_report(
-                cat,
-                seals=seals,
-                rows=rows,
-                commit_counts=counts,
-                touched=touched,
-                run_id=run_id,
-                override=override,
-                note=_RECONFIGURES_BAZEL,
-            )
+            unrun = not_run(_RECONFIGURES_BAZEL)
             return _finish(control_report(unrun, control, links), paths, progress, out, {})
         counts.update(_commit_counts(repo, base, _patched_rows(workspace / cat.ledger_path)))
         progress.step(f"bazel test {bazel_build.GATE_TARGET} (run id {run_id})")
