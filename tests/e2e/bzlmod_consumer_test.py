@@ -56,7 +56,9 @@ class BzlmodConsumerTest(absltest.TestCase):
         cls.workspace = cls.tmp / "consumer"
         shutil.copytree(SOURCE, cls.workspace)
         module = cls.workspace / "MODULE.bazel"
-        module.write_text(module.read_text().replace("AGENT_GATE_CHECKOUT", str(ROOT)))
+        text = module.read_text()
+        assert 'path = "../../../..",' in text, "the test module no longer points at the checkout"
+        module.write_text(text.replace('path = "../../../..",', f'path = "{ROOT}",'))
         shutil.copy(PROBE, cls.workspace / "probe.sh")
         cls.output_base = cls.tmp / "output_base"
 

@@ -3,12 +3,16 @@
 By the rule-set guard a change to rules/, tools/ or proto/ is always review (an
 agent never auto-merges a change to its own judge); a change to docs/ or tests/
 is promoted when its properties pass twice. Inside this workspace Bazel 4.2.3
-knows the flags as `--//:NAME` (see docs/offline.md).
+knows the flags as `--//:NAME` (see docs/offline.md). SelfGateBazel7Test runs
+the same gate on the Bazel 7.7.1 lane (tools/bazel7, bzlmod), with the defaults
+Bazel 8 and 9 flipped, where `--@agent_gate//:NAME` names the root module.
 """
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -113,6 +117,41 @@ class SelfGateTest(absltest.TestCase):
                 self.assertIn(requirement, action)
             self.assertIn("aquery-probe", action)
         self.assertNotIn("self.decision_table", result.stdout)
+
+
+class SelfGateBazel7Test(absltest.TestCase):
+    LATER_DEFAULTS = (
+        "--noenable_workspace",
+        "--incompatible_autoload_externally=",
+        "--incompatible_disallow_empty_glob",
+        "--incompatible_auto_exec_groups",
+        "--spawn_strategy=linux-sandbox",
+    )
+
+    def gate(self, *changed: str) -> bazel.GateRun:
+        # tools/bazel7 is a script, so it is named explicitly (find_bazel trusts that).
+        with mock.patch.dict(os.environ, {bazel.BAZEL_ENV: str(ROOT / "tools" / "bazel7")}):
+            run = bazel.run_gate(
+                ROOT,
+                changed_paths=changed,
+                run_id=bazel.new_run_id("self7"),
+                extra_flags=self.LATER_DEFAULTS,
+            )
+        if run.report is None:
+            raise AssertionError(f"no report: {run.problem}")
+        return run
+
+    def test_docs_change_is_promoted(self):
+        run = self.gate("docs/ledger.md")
+        self.assertEqual(run.decision, "promote", list(run.report.reasons))
+        self.assertEqual(run.exit_code, 0)
+        self.assertEqual(_rows(run)["self.docs_contract"], "yes")
+
+    def test_rule_set_change_is_review(self):
+        run = self.gate("rules/private/gate.bzl", "docs/rules.md")
+        self.assertEqual(run.decision, "review")
+        guarded = run.report.guarded_paths
+        self.assertTrue(any(p.startswith("rules/private/gate.bzl") for p in guarded))
 
 
 if __name__ == "__main__":
