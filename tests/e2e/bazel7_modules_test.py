@@ -19,15 +19,11 @@ Needs root and the sid root (tools/bootstrap_bazel7); without them it fails.
 Run: .venv/bin/python3 tests/e2e/bazel7_modules_test.py
 """
 
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from absl.testing import absltest
-
-ROOT = Path(__file__).resolve().parents[2]
-BAZEL7 = ROOT / "tools" / "bazel7"
+from bazel7_workspace import BAZEL7, Bazel7Workspace
 
 MODULE = """module(name = "bazel7_modules_probe")
 
@@ -115,9 +111,8 @@ class Bazel7ModulesTest(absltest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        # Not below /tmp: Bazel 7's hermetic /tmp would hide the workspace from the sandbox.
-        cls.tmp = Path(tempfile.mkdtemp(prefix="bazel7_modules_", dir="/var/tmp"))
-        cls.workspace = cls.tmp / "ws"
+        cls.lane = Bazel7Workspace("bazel7_modules_")
+        cls.tmp, cls.workspace = cls.lane.tmp, cls.lane.root
         cls.workspace.mkdir()
         files = {
             "MODULE.bazel": MODULE,
@@ -133,21 +128,12 @@ class Bazel7ModulesTest(absltest.TestCase):
 
     @classmethod
     def tearDownClass(cls) -> None:
-        cls._bazel("shutdown")
-        subprocess.run(["chmod", "-R", "u+w", str(cls.tmp)], check=False)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        cls.lane.close()
         super().tearDownClass()
 
     @classmethod
     def _bazel(cls, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(BAZEL7), f"--output_base={cls.tmp / 'output_base'}", *args],
-            cwd=cls.workspace,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        return cls.lane.bazel(*args)
 
     def test_pip_hub_and_py_proto_library_work_offline(self) -> None:
         result = self._bazel(

@@ -20,17 +20,14 @@ Run: .venv/bin/python3 tests/e2e/bazel7_sandbox_test.py
 """
 
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
 
 from absl.testing import absltest
+from bazel7_workspace import Bazel7Workspace
 
-ROOT = Path(__file__).resolve().parents[2]
-BAZEL7 = ROOT / "tools" / "bazel7"
 # A documentation-only address (RFC 5737): a UDP "connect" to it sends nothing
 # and tells which local address the default route uses.
 ROUTE_PROBE = ("198.51.100.1", 9)
@@ -128,37 +125,26 @@ class Bazel7SandboxTest(absltest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        # Not below /tmp: Bazel 7's hermetic /tmp would hide the workspace from the sandbox.
-        cls.tmp = Path(tempfile.mkdtemp(prefix="bazel7_sandbox_", dir="/var/tmp"))
-        cls.workspace = cls.tmp / "ws"
+        cls.lane = Bazel7Workspace("bazel7_sandbox_")
+        cls.tmp, cls.workspace = cls.lane.tmp, cls.lane.root
         cls.workspace.mkdir()
         (cls.workspace / "MODULE.bazel").write_text(MODULE)
         (cls.workspace / "BUILD.bazel").write_text(BUILD)
         script = cls.workspace / "hello_test.sh"
         script.write_text(TEST_SH)
         script.chmod(0o755)
-        cls.output_base = cls.tmp / "output_base"
+        cls.output_base = cls.lane.output_base
         cls.listener = _Listener(_route_address())
 
     @classmethod
     def tearDownClass(cls) -> None:
         cls.listener.close()
-        cls._bazel("shutdown")
-        # Bazel leaves read-only trees in its output base.
-        subprocess.run(["chmod", "-R", "u+w", str(cls.tmp)], check=False)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        cls.lane.close()
         super().tearDownClass()
 
     @classmethod
     def _bazel(cls, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(BAZEL7), f"--output_base={cls.output_base}", *args],
-            cwd=cls.workspace,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        return cls.lane.bazel(*args)
 
     def _net_defines(self) -> list[str]:
         return [

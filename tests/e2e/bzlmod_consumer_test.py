@@ -20,7 +20,6 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -32,10 +31,10 @@ from agent_gate import protogen  # noqa: E402
 protogen.ensure_proto_importable()
 
 from absl.testing import absltest  # noqa: E402
+from bazel7_workspace import Bazel7Workspace  # noqa: E402
 
 from agent_gate import bazel, pathdigest  # noqa: E402
 
-BAZEL7 = ROOT / "tools" / "bazel7"
 SOURCE = ROOT / "tests" / "e2e" / "workspaces" / "bzlmod_consumer"
 PROBE = ROOT / "tests" / "e2e" / "workspaces" / "runner_faults" / "probe.sh"
 LEAK_MARK = "agent-gate-leak-probe"
@@ -52,47 +51,32 @@ class BzlmodConsumerTest(absltest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.tmp = Path(tempfile.mkdtemp(prefix="agent_gate-bzlmod-", dir="/var/tmp"))
-        cls.workspace = cls.tmp / "consumer"
+        cls.lane = Bazel7Workspace("agent_gate-bzlmod-", name="consumer")
+        cls.workspace = cls.lane.root
         shutil.copytree(SOURCE, cls.workspace)
         module = cls.workspace / "MODULE.bazel"
         text = module.read_text()
         assert 'path = "../../../..",' in text, "the test module no longer points at the checkout"
         module.write_text(text.replace('path = "../../../..",', f'path = "{ROOT}",'))
         shutil.copy(PROBE, cls.workspace / "probe.sh")
-        cls.output_base = cls.tmp / "output_base"
 
     @classmethod
     def tearDownClass(cls) -> None:
-        subprocess.run(
-            [str(BAZEL7), f"--output_base={cls.output_base}", "shutdown"],
-            cwd=cls.workspace,
-            capture_output=True,
-            check=False,
-        )
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        cls.lane.close()
         super().tearDownClass()
 
     def gate(self, *paths: str) -> tuple[subprocess.CompletedProcess[str], dict]:
         """`bazel test //:agent_gate` with `paths`; the process and the JSON report."""
         run_id = bazel.new_run_id("bzlmod")
-        done = subprocess.run(
-            [
-                str(BAZEL7),
-                f"--output_base={self.output_base}",
-                "test",
-                "--spawn_strategy=linux-sandbox",
-                *LATER_DEFAULTS,
-                f"--@agent_gate//:changed_paths={','.join(paths)}",
-                f"--@agent_gate//:run_id={run_id}",
-                f"--@agent_gate//:changed_paths_sha256={pathdigest.changed_paths_digest(paths)}",
-                "//:agent_gate",
-            ],
-            cwd=self.workspace,
-            capture_output=True,
-            text=True,
+        done = self.lane.bazel(
+            "test",
+            "--spawn_strategy=linux-sandbox",
+            *LATER_DEFAULTS,
+            f"--@agent_gate//:changed_paths={','.join(paths)}",
+            f"--@agent_gate//:run_id={run_id}",
+            f"--@agent_gate//:changed_paths_sha256={pathdigest.changed_paths_digest(paths)}",
+            "//:agent_gate",
             timeout=900,
-            check=False,
         )
         outputs = self.workspace / "bazel-testlogs" / "agent_gate" / "test.outputs"
         archive = outputs / "outputs.zip"
