@@ -29,6 +29,7 @@ from agent_gate import (
     patch,
     quorum,
     sealcheck,
+    verdict_check,
     worktree,
 )
 from agent_gate.locality import covers
@@ -102,16 +103,17 @@ def guard_problem(
     `test` in the catalog would test the test, not the invariant.
     """
     report = quorum.evaluate(
-        quorum.GateInputs(
-            catalog=cat.properties,
-            changed_paths=tuple(touched),
+        verdict_check.gate_inputs(
+            cat,
+            changed_paths=touched,
             outcomes={},
-            fixtures=tuple(
+            seals=[
                 quorum.FixtureSeal(tree.root, tree.seal_file, None, None) for tree in cat.fixtures
-            ),
-            ledger_path=cat.ledger_path,
-            gate_package=cat.gate_package,
-            rule_set_paths=cat.rule_set_paths,
+            ],
+            rows=(),
+            commit_counts={},
+            override=None,
+            run_id="",
         )
     )
     outside = [path for path in touched if not any(covers(p, path) for p in spec.locality)]

@@ -15,10 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
+
+from agent_gate import worktree
 
 # The repositories agent_gate_dependencies() declares (rules/repositories.bzl).
 PROVIDED = (
@@ -70,12 +70,6 @@ def record(output_base: Path, state_file: Path) -> None:
     os.replace(partial, state_file)
 
 
-def _writable_and_retry(function: Callable[[str], object], path: str, _: object) -> None:
-    parent = os.path.dirname(path)
-    os.chmod(parent, os.stat(parent).st_mode | stat.S_IWUSR | stat.S_IXUSR)
-    function(path)
-
-
 def tampered(output_base: Path, state_file: Path) -> list[str]:
     """Provided repositories that changed since `record`; each is deleted with its marker."""
     try:
@@ -86,10 +80,6 @@ def tampered(output_base: Path, state_file: Path) -> list[str]:
     changed = [name for name, value in before.items() if value and now.get(name) != value]
     external = output_base / "external"
     for name in changed:
-        tree = external / name
-        if tree.is_symlink() or tree.is_file():
-            tree.unlink()
-        elif tree.exists():
-            shutil.rmtree(tree, onerror=_writable_and_retry)
+        worktree.remove_tree(external / name)
         (external / f"@{name}.marker").unlink(missing_ok=True)
     return changed

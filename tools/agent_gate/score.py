@@ -37,7 +37,7 @@ from agent_gate import (
     verdict_check,
     worktree,
 )
-from agent_gate.locality import LocalityIndex, normalize_path
+from agent_gate.locality import LocalityIndex, covers, normalize_path
 from agent_gate.progress import Progress
 from agent_gate.usage import CliError, exit_code
 from proto import agent_gate_pb2
@@ -180,15 +180,11 @@ def gate_definition_paths(cat: catalog.Catalog, touched: Sequence[str]) -> list[
     WORKSPACE loads can point @agent_gate elsewhere, a vendored copy can be rewritten.
     So, like the files that configure Bazel, they are review before Bazel runs.
     """
-    found = []
-    for path in touched:
-        normal = path.strip("/")
-        if normal.endswith(".bzl") or any(
-            normal == prefix or normal.startswith(prefix.rstrip("/") + "/")
-            for prefix in cat.rule_set_paths
-        ):
-            found.append(path)
-    return found
+    return [
+        path
+        for path in touched
+        if path.endswith(".bzl") or any(covers(prefix, path) for prefix in cat.rule_set_paths)
+    ]
 
 
 def control_report(

@@ -215,6 +215,14 @@ def _writable_and_retry(function: Callable[[str], object], path: str, _: object)
     function(path)
 
 
+def remove_tree(path: Path) -> None:
+    """Delete a file, a symlink or a directory tree Bazel wrote into (read-only parts too)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path, onerror=_writable_and_retry)
+
+
 def _bazel_symlinks(repo: Repo) -> list[str]:
     """Bazel's convenience symlinks (`/bazel-bin`, ...), kept across resets.
 
@@ -245,10 +253,7 @@ def prepare(repo: Repo, rev: str, progress: Progress) -> Path:
     else:
         if root.exists() or root.is_symlink():
             progress.step(f"removing a stale scoring worktree at {root}")
-            if root.is_dir() and not root.is_symlink():
-                shutil.rmtree(root, onerror=_writable_and_retry)
-            else:
-                root.unlink()
+            remove_tree(root)
             git(repo.toplevel, "worktree", "prune")
         progress.step(f"creating the scoring worktree {root} at {rev[:12]}")
         root.parent.mkdir(parents=True, exist_ok=True)
