@@ -31,3 +31,15 @@ PropertyInfo = provider(
         "unsandboxed": "depset of `<label> (<why>)`: targets in the wrapped test's closure that would run unsandboxed.",
     },
 )
+
+AgentGateInfo = provider(
+    doc = "What an `agent_gate` target judges by. `full_strong_pass` reads it, so the " +
+          "scheduled pass runs the gate's own catalog under the gate's own ledger and debt cap.",
+    fields = {
+        "properties": "list of the catalog's property targets (each with PropertyInfo).",
+        "ledger": "File: the freeze ledger.",
+        "debt_cap": "int: open freezes (plus spent ones) above this stop the agent queue.",
+        "rule_set_paths": "list of repo-relative prefixes that pin or vendor the gate itself.",
+        "unobserved_ok": "list of repo-relative prefixes a patch may touch with no strong vote.",
+    },
+)

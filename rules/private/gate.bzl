@@ -1,7 +1,7 @@
 """`agent_gate` and `full_strong_pass`: double runs as actions, the quorum as a test."""
 
 load("@rules_python//python:defs.bzl", "PyInfo")
-load("//rules:providers.bzl", "PropertyInfo")
+load("//rules:providers.bzl", "AgentGateInfo", "PropertyInfo")
 load("//rules:settings.bzl", "FlagValueInfo")
 load(":paths.bzl", "prefix_error", "repo_relative", "rlocation")
 
@@ -22,11 +22,30 @@ def _decode_paths(value):
             paths.append("%".join([part.replace("%2C", ",") for part in item.split("%25")]))
     return paths
 
-def _catalog(ctx):
+def _judged_by(ctx):
+    """AgentGateInfo of what this target judges by: its own attributes, or its gate's."""
+    if ctx.attr._full_pass:
+        return ctx.attr.gate[AgentGateInfo]
+    if ctx.attr.debt_cap < 0:
+        fail("%s: debt_cap must be >= 0, got %d." % (ctx.label, ctx.attr.debt_cap))
+    for attribute in ("rule_set_paths", "unobserved_ok"):
+        for prefix in getattr(ctx.attr, attribute):
+            problem = prefix_error(prefix)
+            if problem:
+                fail("%s: %s entry %r is %s." % (ctx.label, attribute, prefix, problem))
+    return AgentGateInfo(
+        properties = ctx.attr.properties,
+        ledger = ctx.file.ledger,
+        debt_cap = ctx.attr.debt_cap,
+        rule_set_paths = ctx.attr.rule_set_paths,
+        unobserved_ok = ctx.attr.unobserved_ok,
+    )
+
+def _catalog(ctx, judged_by):
     """PropertyInfo of every property, checked for duplicate ids."""
     seen = {}
     properties = []
-    for target in ctx.attr.properties:
+    for target in judged_by.properties:
         info = target[PropertyInfo]
         if info.id in seen:
             fail("%s: property id %r is declared twice, by %s and %s; ids must be unique in a catalog." %
@@ -149,14 +168,8 @@ def _double_run(ctx, target, info, run_id, runner):
 
 def _gate_impl(ctx):
     full_pass = ctx.attr._full_pass
-    if ctx.attr.debt_cap < 0:
-        fail("%s: debt_cap must be >= 0, got %d." % (ctx.label, ctx.attr.debt_cap))
-    for attribute in ("rule_set_paths", "unobserved_ok"):
-        for prefix in getattr(ctx.attr, attribute):
-            problem = prefix_error(prefix)
-            if problem:
-                fail("%s: %s entry %r is %s." % (ctx.label, attribute, prefix, problem))
-    properties = _catalog(ctx)
+    judged_by = _judged_by(ctx)
+    properties = _catalog(ctx, judged_by)
     changed_paths = _decode_paths(_flag(ctx, "_changed_paths"))
     run_id = _flag(ctx, "_run_id")
     python = _python(ctx)
@@ -172,7 +185,7 @@ def _gate_impl(ctx):
         env = dict(ctx.configuration.default_shell_env, PYTHONPATH = runner_path),
     )
 
-    runfiles_files = [ctx.file.ledger]
+    runfiles_files = [judged_by.ledger]
     catalog = []
     fixtures = {}
     for _, info in properties:
@@ -231,11 +244,11 @@ def _gate_impl(ctx):
         "catalog": catalog,
         "fixtures": [fixtures[root] for root in sorted(fixtures)],
         "results": results,
-        "ledger": {"path": repo_relative(ctx.file.ledger), "rlocation": rlocation(ctx, ctx.file.ledger)},
+        "ledger": {"path": repo_relative(judged_by.ledger), "rlocation": rlocation(ctx, judged_by.ledger)},
         "changed_paths": changed_paths,
-        "debt_cap": ctx.attr.debt_cap,
-        "rule_set_paths": ctx.attr.rule_set_paths,
-        "unobserved_ok": ctx.attr.unobserved_ok,
+        "debt_cap": judged_by.debt_cap,
+        "rule_set_paths": judged_by.rule_set_paths,
+        "unobserved_ok": judged_by.unobserved_ok,
         "unsandboxed": unsandboxed,
         "changed_paths_sha256": _flag(ctx, "_changed_paths_sha256"),
         "commit_counts": commit_counts,
@@ -269,6 +282,7 @@ PYTHONPATH="{python_path}" exec "{interpreter}" "{script}" --config "{config}" "
     ).merge(ctx.attr._evaluator[DefaultInfo].default_runfiles)
     return [
         DefaultInfo(executable = launcher, runfiles = runfiles),
+        judged_by,
         # The CLI reads the catalog from the config alone: building this group runs
         # no property, whatever the changed paths (agent_gate/catalog.py).
         OutputGroupInfo(agent_gate_config = depset([config])),
@@ -287,7 +301,8 @@ _FLAGS = {
     "_run_id": attr.label(default = Label("//:run_id")),
 }
 
-_ATTRS = dict({
+# What the gate judges by; a full strong pass takes them from its `gate`.
+_CATALOG_ATTRS = {
     "properties": attr.label_list(
         providers = [PropertyInfo],
         doc = "The catalog: `strong_property` and `weak_property` targets.",
@@ -310,6 +325,9 @@ _ATTRS = dict({
               "(e.g. `docs`). Any other touched path outside every strong locality is review: " +
               "no one votes on it. Weak localities never count.",
     ),
+}
+
+_TOOL_ATTRS = dict({
     # The py_binary targets supply the runfiles trees; their entry points are
     # run with the toolchain's interpreter directly (see _entry_point).
     "_runner": attr.label(
@@ -335,7 +353,7 @@ _ATTRS = dict({
 agent_gate_test = rule(
     implementation = _gate_impl,
     doc = "The merge-queue gate: see `agent_gate` in defs.bzl.",
-    attrs = dict(_ATTRS, _full_pass = attr.bool(default = False)),
+    attrs = dict(_TOOL_ATTRS, _full_pass = attr.bool(default = False), **_CATALOG_ATTRS),
     toolchains = [_PYTHON_TOOLCHAIN],
     test = True,
 )
@@ -343,7 +361,15 @@ agent_gate_test = rule(
 full_strong_pass_test = rule(
     implementation = _gate_impl,
     doc = "Every strong property twice, no locality filter: the scheduled full pass.",
-    attrs = dict(_ATTRS, _full_pass = attr.bool(default = True)),
+    attrs = dict(
+        _TOOL_ATTRS,
+        _full_pass = attr.bool(default = True),
+        gate = attr.label(
+            mandatory = True,
+            providers = [AgentGateInfo],
+            doc = "The `agent_gate` target whose catalog, ledger and debt cap the pass uses.",
+        ),
+    ),
     toolchains = [_PYTHON_TOOLCHAIN],
     test = True,
 )

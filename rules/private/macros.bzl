@@ -67,22 +67,22 @@ def agent_gate(name, properties, ledger, debt_cap = 5, unobserved_ok = [], tags 
         **kwargs
     )
 
-def full_strong_pass(name, properties, ledger, tags = None, **kwargs):
-    """Every strong property twice, regardless of locality: the scheduled full pass.
+def full_strong_pass(name, gate, tags = None, **kwargs):
+    """Every strong property of `gate` twice, regardless of locality: the scheduled full pass.
 
-    Green only when every strong property that is not frozen passed twice.
+    Green only when every strong property that is not frozen passed twice. It is
+    the gate's own decision table, catalog, ledger and debt cap, with no diff.
 
     Args:
       name: target name.
-      properties: the catalog (weak properties are ignored).
-      ledger: the freeze ledger file.
+      gate: the `agent_gate` target whose catalog (weak properties are not run),
+        ledger and debt cap the pass uses.
       tags: extra tags; `manual` and `external` are always added.
       **kwargs: common test attributes.
     """
     full_strong_pass_test(
         name = name,
-        properties = properties,
-        ledger = ledger,
+        gate = gate,
         tags = _manual(tags),
         **kwargs
     )

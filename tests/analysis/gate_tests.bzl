@@ -235,6 +235,33 @@ def _config_and_entry_point_test_impl(ctx):
         )
     return analysistest.end(env)
 
+# --- a full strong pass judges by its gate -----------------------------------
+
+def _full_pass_judges_by_its_gate_test_impl(ctx):
+    env = analysistest.begin(ctx)
+    target = analysistest.target_under_test(env)
+    writes = [
+        action
+        for action in analysistest.target_actions(env)
+        if action.outputs.to_list() and action.outputs.to_list()[0].basename == target.label.name + ".gate.json"
+    ]
+    asserts.equals(env, 1, len(writes), "one config written")
+    config = json.decode(writes[0].content)
+    asserts.equals(env, "full_strong_pass", config["mode"])
+    asserts.equals(env, ctx.attr.debt_cap, config["debt_cap"], "the gate's own debt cap, not a default")
+    asserts.equals(env, ctx.attr.ledger, config["ledger"]["path"], "the gate's own ledger")
+    asserts.equals(env, ctx.attr.expected_ids, [row["id"] for row in config["catalog"]], "the gate's catalog")
+    return analysistest.end(env)
+
+full_strong_pass_judges_by_its_gate_test = analysistest.make(
+    _full_pass_judges_by_its_gate_test_impl,
+    attrs = {
+        "debt_cap": attr.int(mandatory = True),
+        "ledger": attr.string(mandatory = True),
+        "expected_ids": attr.string_list(mandatory = True),
+    },
+)
+
 gate_config_and_entry_point_test = analysistest.make(
     _config_and_entry_point_test_impl,
     config_settings = {_CHANGED_PATHS: _ALL_PATHS},
@@ -336,11 +363,11 @@ def gate_test_suite(name):
         name = "gate_subject",
         properties = _CATALOG,
         ledger = "//tests/analysis/testdata:ledger.txtpb",
+        debt_cap = 3,
     )
     full_strong_pass(
         name = "full_pass_subject",
-        properties = _CATALOG,
-        ledger = "//tests/analysis/testdata:ledger.txtpb",
+        gate = ":gate_subject",
     )
 
     agent_gate(
@@ -384,6 +411,13 @@ def gate_test_suite(name):
         target_under_test = ":gate_subject",
         expected_ids = ["gate_api_strong", "gate_x_weak", "gate_y_strong", "gate_z_weak"],
     )
+    full_strong_pass_judges_by_its_gate_test(
+        name = "full_strong_pass_judges_by_its_gate_test",
+        target_under_test = ":full_pass_subject",
+        debt_cap = 3,
+        ledger = "tests/analysis/testdata/ledger.txtpb",
+        expected_ids = ["gate_api_strong", "gate_y_strong", "gate_x_weak", "gate_z_weak"],
+    )
     full_strong_pass_runs_every_strong_test(
         name = "full_strong_pass_runs_every_strong_test",
         target_under_test = ":full_pass_subject",
@@ -418,6 +452,7 @@ def gate_test_suite(name):
             ":gate_no_changed_paths_test",
             ":gate_matches_all_test",
             ":full_strong_pass_runs_every_strong_test",
+            ":full_strong_pass_judges_by_its_gate_test",
             ":gate_double_run_sandbox_test",
             ":gate_skips_unsandboxed_closure_test",
             ":gate_runs_only_the_named_property_test",

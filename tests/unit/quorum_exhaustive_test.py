@@ -2,7 +2,9 @@
 
 Every property is one of 24 kinds (strength x matched x two-run outcome x frozen); every
 catalog of 0 to 3 properties is tried, with and without a drifted fixture tree, with the
-ledger debt under, at and over the cap. The oracle below transcribes the article's table
+ledger debt under, at and over the cap. The scheduled full strong pass, a mode of the
+same evaluator, is tried too, over the kinds it can meet (every strong property
+matched, every weak one not, no diff). The oracle below transcribes the article's table
 and the DESIGN precedence as data: it collects every decision whose row applies, then
 takes the one ranked first. It shares no code with quorum.py beyond the input types.
 """
@@ -58,11 +60,16 @@ VOTE_TABLE[(True, False, "fail")] = ("fail", "no")
 VOTE_TABLE[(True, False, "flake")] = ("flake", "no")
 
 
+# A full strong pass matches every strong property and no weak one, whatever the diff.
+FULL_PASS_KINDS = [k for k in KINDS if k.matched == (k.strength == "strong")]
+
+
 @dataclass(frozen=True)
 class Case:
     kinds: tuple[Kind, ...]
     drift: bool
     debt: str  # "under", "at" or "over"
+    full_pass: bool = False
 
 
 def oracle(case: Case) -> set[str]:
@@ -77,11 +84,15 @@ def oracle(case: Case) -> set[str]:
         "fixture_fault": case.drift,
         # The overlap with strong localities is empty, or a touched path lies only in a
         # weak locality (each kind's path is in its own locality alone): no one votes on it.
-        "review": not matched_strong or any(k.strength == "weak" for k in matched),
+        # A full strong pass has no diff to overlap.
+        "review": not case.full_pass
+        and (not matched_strong or any(k.strength == "weak" for k in matched)),
         "reject": (
             any(k.strength == "strong" and k.outcome == "fail" for k in live)
             or (bool(matched_strong) and all(k.frozen for k in matched_strong))
             or any(k.strength == "weak" and k.outcome == "fail" for k in live)
+            # A full pass over a catalog with no strong property: an empty quorum.
+            or (case.full_pass and not matched_strong)
         ),
         "hold": any(k.outcome == "flake" for k in live),
     }
@@ -109,7 +120,7 @@ def build(case: Case) -> GateInputs:
         )
         seals.append(FixtureSeal(f"fixtures/p{i}", f"fixtures/p{i}.seal", f"s{i}", f"s{i}"))
         outcomes[pid] = RunOutcome(RUNS[kind.outcome])
-        if kind.matched:
+        if kind.matched and not case.full_pass:
             paths.append(f"mod{i}/code.py")
         if kind.frozen:
             ledger.append(LedgerRow(pid, "open", f"c{i}", 30, "owner"))
@@ -133,15 +144,17 @@ def build(case: Case) -> GateInputs:
         ledger_path="ledger.txtpb",
         gate_package="",
         rule_set_paths=("rules", "tools", "proto"),
+        full_pass=case.full_pass,
     )
 
 
 def all_cases():
-    for size in range(4):
-        for kinds in itertools.product(KINDS, repeat=size):
-            for drift in (False, True):
-                for debt in ("under", "at", "over"):
-                    yield Case(kinds, drift, debt)
+    for full_pass, kinds_of in ((False, KINDS), (True, FULL_PASS_KINDS)):
+        for size in range(4):
+            for kinds in itertools.product(kinds_of, repeat=size):
+                for drift in (False, True):
+                    for debt in ("under", "at", "over"):
+                        yield Case(kinds, drift, debt, full_pass)
 
 
 class ExhaustiveTest(absltest.TestCase):
@@ -165,15 +178,18 @@ class ExhaustiveTest(absltest.TestCase):
             weak_paths = [
                 f"mod{i}/code.py"
                 for i, kind in enumerate(case.kinds)
-                if kind.matched and kind.strength == "weak"
+                if kind.matched and kind.strength == "weak" and not case.full_pass
             ]
             self.assertEqual(list(report.unobserved_paths), weak_paths, context)
             self.check_rows(case, report)
             self.check_invariants(report)
-            seen.add(report.decision)
+            seen.add((case.full_pass, report.decision))
             checked += 1
-        self.assertEqual(checked, (24**3 + 24**2 + 24 + 1) * 6)
-        self.assertEqual(seen, set(RANK))
+        full_pass_cases = (12**3 + 12**2 + 12 + 1) * 6
+        self.assertEqual(checked, (24**3 + 24**2 + 24 + 1) * 6 + full_pass_cases)
+        self.assertEqual({d for full, d in seen if not full}, set(RANK))
+        # A full pass has no diff: no review unless its inputs are broken.
+        self.assertEqual({d for full, d in seen if full}, set(RANK) - {"review"})
 
     def check_rows(self, case, report):
         rows = [r for r in report.rows if r.property_id != "pad"]
@@ -184,7 +200,8 @@ class ExhaustiveTest(absltest.TestCase):
             self.assertEqual(row.property_id, f"p{i}", context)
             self.assertEqual(row.strength, kind.strength, context)
             self.assertEqual(row.matched, kind.matched, context)
-            self.assertEqual(row.matched_by, f"mod{i}/code.py" if kind.matched else "", context)
+            matched_by = "(full strong pass)" if case.full_pass else f"mod{i}/code.py"
+            self.assertEqual(row.matched_by, matched_by if kind.matched else "", context)
             self.assertEqual(row.classification, classification, context)
             self.assertEqual(row.vote, vote, context)
             self.assertEqual(row.ledger_state, "open" if kind.frozen else "", context)

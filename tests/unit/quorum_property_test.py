@@ -215,9 +215,11 @@ def decode(data: bytes) -> GateInputs:
     # Mostly strong localities: a path only a weak one observes has no voter (review).
     strong = [spec for spec in catalog if spec.strength == "strong"] or catalog
     observed = tuple(p.removesuffix("/") for s in strong for p in s.locality if p) or DIRS
+    # The scheduled full strong pass: the same evaluator, with no diff.
+    full_pass = g.rare(6)
     changed = tuple(
         _changed_path(g, specials, observed)
-        for _ in range(0 if g.rare(50) else g.pick((1, 1, 2, 2, 3, 4, 6)))
+        for _ in range(0 if full_pass or g.rare(50) else g.pick((1, 1, 2, 2, 3, 4, 6)))
     )
 
     outcomes = {}
@@ -264,6 +266,7 @@ def decode(data: bytes) -> GateInputs:
         unobserved_ok=g.subset(UNOBSERVED_OK, 4),
         unsandboxed=unsandboxed,
         changed_paths_sha256=sent_digest,
+        full_pass=full_pass,
     )
 
 
@@ -286,6 +289,8 @@ def _frozen(inputs: GateInputs) -> set[str]:
 
 
 def _matched(inputs: GateInputs, paths: list[str]) -> set[str]:
+    if inputs.full_pass:
+        return {spec.id for spec in inputs.catalog if spec.strength == "strong"}
     return {
         spec.id
         for spec in inputs.catalog
@@ -490,10 +495,16 @@ class QuorumPropertyTest(absltest.TestCase):
             note(repr(inputs))
             result = evaluate(inputs)
             seen[result.decision] += 1
+            if inputs.full_pass:
+                seen_full_pass[result.decision] += 1
             check_report(self, inputs, result)
 
+        seen_full_pass: collections.Counter[str] = collections.Counter()
         check()
         print(f"decisions over {sum(seen.values())} examples: {dict(seen)}")
+        print(f"of them full strong passes: {dict(seen_full_pass)}")
+        for decision in ("promote", "reject", "hold", "fixture_fault"):
+            self.assertGreater(seen_full_pass[decision], 10, dict(seen_full_pass))
         self.assertGreaterEqual(sum(seen.values()), EXAMPLES)
         for decision in ORDER:
             self.assertGreater(seen[decision], 200, f"too few {decision} examples: {dict(seen)}")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from runfiles import runfiles
 
-from agent_gate import evidence, full_pass, gate, promote_check, quorum, report
+from agent_gate import evidence, gate, promote_check, quorum, report
 from proto import agent_gate_pb2
 
 
@@ -50,8 +50,7 @@ def main(argv: list[str]) -> int:
         print(f"agent_gate: review (fail closed): config {args.config} is not in runfiles")
         return 1
     loaded = gate.load_file(config, resolve)
-    evaluate = full_pass.evaluate if loaded.mode == "full_strong_pass" else quorum.evaluate
-    result = evaluate(loaded.inputs)
+    result = quorum.evaluate(loaded.inputs)
     evidence.attach(result, loaded.results, loaded.logs, loaded.log_names)
     contradictions = promote_check.promote_problems(result)
     if contradictions:

@@ -189,6 +189,7 @@ def load(config: dict[str, Any], resolve: Resolve) -> LoadedGate:
         unobserved_ok=tuple(config.get("unobserved_ok", ())),
         unsandboxed={key: tuple(value) for key, value in config.get("unsandboxed", {}).items()},
         changed_paths_sha256=config.get("changed_paths_sha256", ""),
+        full_pass=config["mode"] == "full_strong_pass",
     )
     return LoadedGate(
         mode=config["mode"],

@@ -1,9 +1,13 @@
 """The quorum evaluator: one candidate patch's inputs in, one gate report out.
 
-Pure and I/O-free so every branch of the article's decision table can be tested
-exhaustively. Each rule that fires adds a reason; the decision is the reason of
-highest precedence (stop_queue > fixture_fault > review > reject > hold > promote),
-and promote is only what is left when nothing else fired.
+Pure and I/O-free so every branch of the decision table (docs/decision-table.md)
+can be tested exhaustively. Each rule that fires adds a reason; the decision is the
+reason of highest precedence (stop_queue > fixture_fault > review > reject > hold >
+promote), and promote is only what is left when nothing else fired.
+
+The scheduled full strong pass is a mode of the same table (`GateInputs.full_pass`):
+every strong property is matched, whatever the diff (there is none), weak ones do
+not run, and every other rule is the gate's own.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ IMPORT_HOOK_NAMES = ("sitecustomize.py", "usercustomize.py", "conftest.py", "pyt
 IMPORT_HOOK_SUFFIXES = (".pth",)
 IMPORT_HOOK_DIRECTORIES = ("META-INF/services",)
 MAX_REPORTED_PATHS = 1000
+# What a full strong pass reports as the matching path of every strong row.
+FULL_PASS_MATCH = "(full strong pass)"
 # How many names a reason sentence spells out before summarizing the rest.
 _NAMES_SHOWN = 5
 
@@ -114,6 +120,8 @@ class GateInputs:
     unsandboxed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # The digest of the path list the CLI sent (pathdigest); "" when no CLI sent one.
     changed_paths_sha256: str = ""
+    # The scheduled full strong pass: every strong property matched, no weak one run.
+    full_pass: bool = False
 
 
 def _exits(outcome: RunOutcome) -> str:
@@ -515,7 +523,11 @@ def _vote(matched: bool, frozen: bool, classification: str) -> str:
     return "yes" if classification == "pass" else "no"
 
 
-def _note(spec: PropertySpec, row: agent_gate_pb2.Row, outcome: RunOutcome | None) -> str:
+def _note(
+    spec: PropertySpec, row: agent_gate_pb2.Row, outcome: RunOutcome | None, full_pass: bool
+) -> str:
+    if not row.matched and full_pass:
+        return "weak: a full strong pass runs strong properties only; not voting"
     if not row.matched:
         return "not matched: no changed path under its locality; not voting"
     ran = f"{row.classification}, {_exits(outcome)}" if outcome else "no run outcome"
@@ -605,7 +617,7 @@ def _fill_row(
             f"property {spec.id} reads fixture tree {_names(unsealed)} but no seal "
             "was given for it; declare it with sealed_fixtures"
         )
-    row.note = _note(spec, row, outcome)
+    row.note = _note(spec, row, outcome, inputs.full_pass)
     return frozen
 
 
@@ -657,7 +669,12 @@ def _reasons(
             f"locality, so no one votes on them: {_names(unobserved)}; a human must look (a "
             "gate may list prefixes that need no vote in unobserved_ok)"
         )
-    if not tally.strong_matched:
+    if not tally.strong_matched and inputs.full_pass:
+        reasons["reject"].append(
+            "reject: empty strong quorum: the catalog has no strong property, so a full "
+            "strong pass has no one to vote"
+        )
+    elif not tally.strong_matched:
         reasons["review"].append(
             "review: no strong property's locality overlaps the diff "
             f"({_plural(len(inputs.changed_paths), 'changed path')}); do not invent a "
@@ -694,12 +711,19 @@ def _reasons(
     return reasons
 
 
+def _matched(inputs: GateInputs, catalog: _Catalog, paths: Sequence[str]) -> dict[str, str]:
+    """Matched property id -> the path that matched it (the marker on a full pass)."""
+    if inputs.full_pass:
+        return {spec.id: FULL_PASS_MATCH for spec in inputs.catalog if spec.strength == "strong"}
+    return LocalityIndex(catalog.entries).match(paths, normalized=True)
+
+
 def evaluate(inputs: GateInputs) -> agent_gate_pb2.GateReport:
     """Apply the decision table to one patch and return the full report."""
     errors = list(inputs.errors)
     paths, shown = _check_paths(inputs.changed_paths, errors)
     catalog = _check_catalog(inputs.catalog, errors)
-    matched = LocalityIndex(catalog.entries).match(paths, normalized=True)
+    matched = _matched(inputs, catalog, paths)
     ledger = _check_ledger(inputs, catalog.ids, errors)
     guarded, fixtures = _scan_diff(inputs, paths, catalog, matched, errors)
     # A guarded path is review for a reason of its own; "no voter" would only repeat it.
