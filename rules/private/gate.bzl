@@ -222,7 +222,7 @@ def _gate_impl(ctx):
         # gate names its targets (review) rather than run what it cannot sandbox.
         opted_out = info.unsandboxed.to_list()
         if opted_out:
-            unsandboxed[info.id] = opted_out
+            unsandboxed[info.id] = {"targets": opted_out}
             continue
         result, logs = _double_run(ctx, target, info, run_id, runner)
         results[info.id] = {"result": rlocation(ctx, result), "logs": [rlocation(ctx, log) for log in logs]}
@@ -236,6 +236,8 @@ def _gate_impl(ctx):
             fail("%s: --@agent_gate//:commit_counts item %r is not `<commit>=<count>` (e.g. 3f2a9c1=4)." % (ctx.label, item))
         commit_counts[sha] = int(count)
 
+    # An agent_gate.GateConfig message, in the proto's JSON form (field names as
+    # in proto/agent_gate.proto); agent_gate/gate_config.py reads it, strictly.
     config = ctx.actions.declare_file(ctx.label.name + ".gate.json")
     ctx.actions.write(config, json.encode_indent({
         "mode": "full_strong_pass" if full_pass else "gate",

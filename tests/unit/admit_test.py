@@ -60,7 +60,11 @@ CATALOG = catalog.Catalog(
     gate_label="//:agent_gate",
     gate_package="",
     properties=(replace(SPEC, package="api", test_packages=("api/tests",)), OTHER),
-    fixtures=(catalog.Fixture("fixtures/responses", "fixtures/responses/responses.seal", ""),),
+    fixtures=(
+        agent_gate_pb2.FixtureTree(
+            root="fixtures/responses", seal_file="fixtures/responses/responses.seal"
+        ),
+    ),
     ledger_path="ledger.txtpb",
     debt_cap=5,
     rule_set_paths=("rules",),

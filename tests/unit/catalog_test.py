@@ -1,11 +1,13 @@
 """The catalog read from the gate rule's config, and rendered in the article's shape."""
 
 import json
+import tempfile
+from pathlib import Path
 
 import yaml
 from absl.testing import absltest
 
-from agent_gate import catalog
+from agent_gate import catalog, gate_config
 from agent_gate.usage import CliError
 
 # What rules/private/gate.bzl writes to bazel-bin/agent_gate.gate.json for the example.
@@ -71,6 +73,11 @@ CONFIG = {
     "run_id": "",
 }
 
+
+def _parse(config) -> catalog.Catalog:
+    return catalog.from_config(gate_config.parse(json.dumps(config)))
+
+
 # The article's catalog, as it prints it.
 ARTICLE_ROWS = [
     "  - id: resp.no_secret_fields",
@@ -88,7 +95,7 @@ ARTICLE_ROWS = [
 
 class ParseTest(absltest.TestCase):
     def test_reads_every_field(self):
-        cat = catalog.parse_config(CONFIG)
+        cat = _parse(CONFIG)
         self.assertEqual(
             cat.ids,
             ["resp.no_secret_fields", "resp.keys_present", "counter.monotonic_under_replay"],
@@ -104,7 +111,7 @@ class ParseTest(absltest.TestCase):
         self.assertEqual(tree.seal_file, "fixtures/replays/replays.seal")
 
     def test_unknown_property_names_the_known_ones(self):
-        cat = catalog.parse_config(CONFIG)
+        cat = _parse(CONFIG)
         with self.assertRaises(CliError) as raised:
             cat.get("resp.no_secret_field")
         message = str(raised.exception)
@@ -112,23 +119,27 @@ class ParseTest(absltest.TestCase):
         self.assertIn("counter.monotonic_under_replay", message)
         self.assertEqual(raised.exception.code, 2)
 
-    def test_malformed_configs_are_refused(self):
+    def test_malformed_configs_are_refused_with_what_to_do(self):
         broken = [
             [],
             {**CONFIG, "catalog": "x"},
-            {**CONFIG, "debt_cap": "5"},
+            {**CONFIG, "debt_cap": "five"},
             {**CONFIG, "debt_cap": True},
-            {key: value for key, value in CONFIG.items() if key != "ledger"},
             {**CONFIG, "catalog": [{**CONFIG["catalog"][0], "locality": "api"}]},
         ]
-        for config in broken:
-            with self.subTest(config=str(config)[:60]), self.assertRaises(ValueError):
-                catalog.parse_config(config)
+        folder = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value))
+        for index, config in enumerate(broken):
+            path = folder / f"{index}.gate.json"
+            path.write_text(json.dumps(config))
+            with self.subTest(config=str(config)[:60]):
+                with self.assertRaises(CliError) as raised:
+                    catalog.read_config(path)
+                self.assertIn("use the CLI of the same agent_gate checkout", str(raised.exception))
 
 
 class RenderTest(absltest.TestCase):
     def test_yaml_has_the_article_shape(self):
-        text = catalog.render(catalog.parse_config(CONFIG), "yaml")
+        text = catalog.render(_parse(CONFIG), "yaml")
         lines = text.splitlines()
         self.assertTrue(lines[0].startswith("# catalog of //:agent_gate"))
         for row in ARTICLE_ROWS:
@@ -143,7 +154,7 @@ class RenderTest(absltest.TestCase):
         self.assertNotIn("admission_mutants", document["properties"][1])
 
     def test_json_is_the_same_document_with_fixtures_always_a_list(self):
-        cat = catalog.parse_config(CONFIG)
+        cat = _parse(CONFIG)
         from_json = json.loads(catalog.render(cat, "json"))
         from_yaml = yaml.safe_load(catalog.render(cat, "yaml"))
         for row in from_yaml["properties"]:
@@ -152,7 +163,7 @@ class RenderTest(absltest.TestCase):
         self.assertEqual(from_json, from_yaml)
         config = json.loads(json.dumps(CONFIG))
         config["catalog"][1]["fixture_roots"] = []
-        rows = json.loads(catalog.render(catalog.parse_config(config), "json"))["properties"]
+        rows = json.loads(catalog.render(_parse(config), "json"))["properties"]
         self.assertEqual(rows[1]["fixtures"], [])
         self.assertEqual(rows[0]["fixtures"], ["fixtures/responses/"])
 
@@ -160,13 +171,13 @@ class RenderTest(absltest.TestCase):
         config = json.loads(json.dumps(CONFIG))
         config["catalog"][0]["fixture_roots"] = ["fixtures/responses", "fixtures/replays"]
         config["catalog"][1]["fixture_roots"] = []
-        rows = catalog.as_document(catalog.parse_config(config))["properties"]
+        rows = catalog.as_document(_parse(config))["properties"]
         self.assertEqual(rows[0]["fixtures"], ["fixtures/responses/", "fixtures/replays/"])
         self.assertEqual(rows[1]["fixtures"], [])
 
     def test_unknown_format(self):
         with self.assertRaises(CliError):
-            catalog.render(catalog.parse_config(CONFIG), "toml")
+            catalog.render(_parse(CONFIG), "toml")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from absl.testing import absltest
 
 from agent_gate import catalog, quorum, score, usage
 from agent_gate.usage import CliError
+from proto import agent_gate_pb2
 
 PATCH = b"""diff --git a/store/counters/counter.py b/store/counters/counter.py
 index f605fe0..f61433b 100644
@@ -42,8 +43,12 @@ CATALOG = catalog.Catalog(
         ),
     ),
     fixtures=(
-        catalog.Fixture("fixtures/replays", "fixtures/replays/replays.seal", ""),
-        catalog.Fixture("fixtures/responses", "fixtures/responses/responses.seal", ""),
+        agent_gate_pb2.FixtureTree(
+            root="fixtures/replays", seal_file="fixtures/replays/replays.seal"
+        ),
+        agent_gate_pb2.FixtureTree(
+            root="fixtures/responses", seal_file="fixtures/responses/responses.seal"
+        ),
     ),
     ledger_path="ledger.txtpb",
     debt_cap=1,

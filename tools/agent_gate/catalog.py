@@ -1,9 +1,10 @@
 """The catalog as the build graph declares it, and as reviewers read it.
 
 `bazel build --output_groups=agent_gate_config //:agent_gate` runs no property; it
-writes the rule's config, `bazel-bin/agent_gate.gate.json` (see rules/private/gate.bzl): the
-catalog rows, the sealed fixture trees, the ledger path and the debt cap. That
-file, not a re-parse of BUILD text, is where the CLI learns the catalog.
+writes the rule's config, `bazel-bin/agent_gate.gate.json` (an `agent_gate.GateConfig`,
+read by gate_config.py): the catalog rows, the sealed fixture trees, the ledger path
+and the debt cap. That file, not a re-parse of BUILD text, is where the CLI learns
+the catalog.
 `render` prints it in the article's YAML shape (or JSON).
 """
 
@@ -18,22 +19,14 @@ from typing import Any, TextIO
 
 import yaml
 
-from agent_gate import bazel, bazel_build, quorum, worktree
+from agent_gate import bazel, bazel_build, gate_config, quorum, worktree
 from agent_gate.progress import Progress
 from agent_gate.usage import CliError
+from proto import agent_gate_pb2
 
 CONFIG_NAME = "agent_gate.gate.json"
 CONFIG_GROUP = "agent_gate_config"  # the output group holding only that file
 FORMATS = ("yaml", "json")
-
-
-@dataclass(frozen=True)
-class Fixture:
-    """A sealed fixture tree: its root and its committed seal file, repo-relative."""
-
-    root: str
-    seal_file: str
-    label: str
 
 
 @dataclass(frozen=True)
@@ -43,7 +36,7 @@ class Catalog:
     gate_label: str
     gate_package: str
     properties: tuple[quorum.PropertySpec, ...]
-    fixtures: tuple[Fixture, ...]
+    fixtures: tuple[agent_gate_pb2.FixtureTree, ...]
     ledger_path: str
     debt_cap: int
     rule_set_paths: tuple[str, ...]
@@ -69,88 +62,33 @@ class Catalog:
             f"{hint}known ids: {', '.join(self.ids) or '(none)'} (see `agent-gate catalog`)"
         )
 
-    def fixtures_of(self, property_id: str) -> tuple[Fixture, ...]:
+    def fixtures_of(self, property_id: str) -> tuple[agent_gate_pb2.FixtureTree, ...]:
         roots = set(self.get(property_id).fixture_roots)
         return tuple(tree for tree in self.fixtures if tree.root in roots)
 
 
-def _strings(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ValueError(f"{where} is not a list of strings")
-    return tuple(value)
-
-
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{where} is not a string")
-    return value
-
-
-def _unsandboxed(value: Any) -> dict[str, tuple[str, ...]]:
-    if not isinstance(value, dict):
-        raise ValueError("unsandboxed is not an object")
-    return {str(key): _strings(targets, f"unsandboxed[{key}]") for key, targets in value.items()}
-
-
-def parse_config(data: Any) -> Catalog:
-    """The Catalog of a gate config (the rule's JSON); ValueError if it is not one."""
-    if not isinstance(data, dict):
-        raise ValueError("the gate config is not a JSON object")
-    try:
-        rows = data["catalog"]
-        if not isinstance(rows, list):
-            raise ValueError("catalog is not a list")
-        properties = []
-        mutants: dict[str, tuple[str, ...]] = {}
-        for index, row in enumerate(rows):
-            where = f"catalog[{index}]"
-            if not isinstance(row, dict):
-                raise ValueError(f"{where} is not an object")
-            spec = quorum.PropertySpec(
-                id=_string(row["id"], f"{where}.id"),
-                strength=_string(row["strength"], f"{where}.strength"),
-                locality=_strings(row["locality"], f"{where}.locality"),
-                fixture_roots=_strings(row["fixture_roots"], f"{where}.fixture_roots"),
-                predicate_srcs=_strings(row["predicate_srcs"], f"{where}.predicate_srcs"),
-                package=_string(row["package"], f"{where}.package"),
-                label=_string(row["label"], f"{where}.label"),
-                test_packages=_strings(row.get("test_packages", []), f"{where}.test_packages"),
-            )
-            properties.append(spec)
-            declared = _strings(row.get("admission_mutants", []), f"{where}.admission_mutants")
-            if declared:
-                mutants[spec.id] = declared
-        fixtures = tuple(
-            Fixture(
-                root=_string(tree["root"], "fixtures[].root"),
-                seal_file=_string(tree["seal_file"], "fixtures[].seal_file"),
-                label=_string(tree.get("label", ""), "fixtures[].label"),
-            )
-            for tree in data["fixtures"]
-        )
-        debt_cap = data["debt_cap"]
-        if isinstance(debt_cap, bool) or not isinstance(debt_cap, int):
-            raise ValueError("debt_cap is not an integer")
-        return Catalog(
-            gate_label=_string(data["gate_label"], "gate_label"),
-            gate_package=_string(data["gate_package"], "gate_package"),
-            properties=tuple(properties),
-            fixtures=fixtures,
-            ledger_path=_string(data["ledger"]["path"], "ledger.path"),
-            debt_cap=debt_cap,
-            rule_set_paths=_strings(data["rule_set_paths"], "rule_set_paths"),
-            admission_mutants=mutants,
-            unobserved_ok=_strings(data.get("unobserved_ok", []), "unobserved_ok"),
-            unsandboxed=_unsandboxed(data.get("unsandboxed", {})),
-        )
-    except (KeyError, TypeError) as error:
-        raise ValueError(f"the gate config lacks {error}") from None
+def from_config(config: agent_gate_pb2.GateConfig) -> Catalog:
+    """The Catalog a gate config declares."""
+    return Catalog(
+        gate_label=config.gate_label,
+        gate_package=config.gate_package,
+        properties=gate_config.property_specs(config),
+        fixtures=tuple(config.fixtures),
+        ledger_path=config.ledger.path,
+        debt_cap=config.debt_cap,
+        rule_set_paths=tuple(config.rule_set_paths),
+        admission_mutants={
+            row.id: tuple(row.admission_mutants) for row in config.catalog if row.admission_mutants
+        },
+        unobserved_ok=tuple(config.unobserved_ok),
+        unsandboxed=gate_config.unsandboxed(config),
+    )
 
 
 def read_config(path: Path) -> Catalog:
     try:
-        return parse_config(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError) as error:
+        return from_config(gate_config.parse(path.read_bytes()))
+    except (OSError, gate_config.ConfigError) as error:
         raise CliError(
             f"cannot read the gate's config {path} ({error}); the agent_gate rule set and this "
             "CLI disagree: use the CLI of the same agent_gate checkout as the workspace pins"

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from google.protobuf import text_format
-
 from agent_gate import bazel, bazel_build, quorum, run_result
 from agent_gate.catalog import Catalog
 from agent_gate.locality import LocalityIndex
@@ -43,31 +41,14 @@ def results_dir(workspace: Path) -> Path:
 def read_result(path: Path, property_id: str, run_id: str) -> agent_gate_pb2.RunResult:
     """A property's run result of this run id, or CliError (fail closed)."""
     try:
-        result = text_format.Parse(path.read_text(encoding="utf-8"), agent_gate_pb2.RunResult())
-    except (OSError, UnicodeDecodeError, text_format.ParseError) as error:
-        raise CliError(f"no readable run result for {property_id} at {path} ({error})") from None
-    numbers = sorted(run.run_number for run in result.runs)
-    if result.property_id != property_id or result.run_id != run_id or numbers != [1, 2]:
-        raise CliError(
-            f"{path} is not runs 1 and 2 of {property_id} for run id {run_id} (it holds "
-            f"{result.property_id!r}, run id {result.run_id!r}, runs {numbers}); retry"
-        )
-    if untrusted := run_result.untrusted(result):
-        raise CliError(f"{property_id}: {untrusted}")
-    return result
-
-
-def outcome(result: agent_gate_pb2.RunResult) -> quorum.RunOutcome:
-    first, second = sorted(result.runs, key=lambda run: run.run_number)
-    return quorum.RunOutcome(
-        exit_codes=(first.exit_code, second.exit_code),
-        timed_out=(first.timed_out, second.timed_out),
-    )
+        return run_result.read(path, property_id, run_id)
+    except run_result.ResultError as error:
+        raise CliError(str(error)) from None
 
 
 def classification(result: agent_gate_pb2.RunResult) -> str:
     """pass / fail / flake, read literally from the two runs (quorum.classify)."""
-    return quorum.classify(outcome(result))
+    return quorum.classify(run_result.outcome(result))
 
 
 def exits(result: agent_gate_pb2.RunResult) -> str:

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from runfiles import runfiles
 
-from agent_gate import evidence, gate, promote_check, quorum, report
+from agent_gate import evaluator_inputs, evidence, gate_config, promote_check, quorum, report
 from proto import agent_gate_pb2
 
 
-def _resolver() -> gate.Resolve:
+def _resolver() -> evaluator_inputs.Resolve:
     files = runfiles.Create()
 
     def resolve(rlocation: str) -> Path | None:
@@ -49,7 +49,14 @@ def main(argv: list[str]) -> int:
     if config is None:
         print(f"agent_gate: review (fail closed): config {args.config} is not in runfiles")
         return 1
-    loaded = gate.load_file(config, resolve)
+    try:
+        loaded = evaluator_inputs.load_file(config, resolve)
+    except (gate_config.ConfigError, OSError) as error:
+        print(
+            f"agent_gate: review (fail closed): the gate config {args.config} cannot be read "
+            f"({error}); the rule set and the evaluator come from different agent_gate versions"
+        )
+        return 1
     result = quorum.evaluate(loaded.inputs)
     evidence.attach(result, loaded.results, loaded.logs, loaded.log_names)
     contradictions = promote_check.promote_problems(result)

@@ -4,16 +4,21 @@ Written without protobuf: importing it costs a PropertyDoubleRun action about 40
 of CPU, paid by every property of a gate. The message is small and fixed, so this
 module prints it directly; `tests/unit/run_result_test.py` parses the text with
 protobuf's own parser and checks it is the same message, for arbitrary field
-values. The evaluator parses it with protobuf, so text it cannot read fails closed.
+values. `read`, the one reader (the evaluator's and the CLI's), parses it with
+protobuf, so text it cannot read fails closed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+from agent_gate.outcome import RunOutcome
 
 if TYPE_CHECKING:  # the evaluator reads results with `untrusted` and never runs one
     from agent_gate import runner
+    from proto import agent_gate_pb2
 
 
 def _string(value: str) -> str:
@@ -122,3 +127,56 @@ def untrusted(result: _ReadResult) -> str | None:
             "when linux-sandbox is unavailable)"
         )
     return None
+
+
+class ResultError(Exception):
+    """A run result that cannot be counted; the message says why and what to do."""
+
+    def __init__(self, message: str, result: agent_gate_pb2.RunResult | None = None) -> None:
+        super().__init__(message)
+        # The parsed result when only its trust failed: its runs are still evidence.
+        self.result = result
+
+
+def read(path: Path | None, property_id: str, run_id: str) -> agent_gate_pb2.RunResult:
+    """Runs 1 and 2 of `property_id` for `run_id`, isolated and fixture-clean, or ResultError."""
+    # Imported here, not above: the runner writes results and must not pay for protobuf.
+    from google.protobuf import text_format  # noqa: PLC0415
+
+    from proto import agent_gate_pb2  # noqa: PLC0415
+
+    if path is None or not path.is_file():
+        raise ResultError(f"{property_id}: run result {path} is missing; the runner did not finish")
+    try:
+        result = text_format.Parse(path.read_text(encoding="utf-8"), agent_gate_pb2.RunResult())
+    except (text_format.ParseError, UnicodeDecodeError, OSError) as error:
+        raise ResultError(
+            f"{property_id}: run result {path} is corrupt ({error}); re-run the gate"
+        ) from None
+    numbers = sorted(run.run_number for run in result.runs)
+    if result.property_id != property_id or result.run_id != run_id or numbers != [1, 2]:
+        raise ResultError(
+            f"{property_id}: run result {path} is not runs 1 and 2 of this property for run id "
+            f"{run_id!r} (it holds {result.property_id!r}, run id {result.run_id!r}, runs "
+            f"{numbers}); re-run the gate"
+        )
+    if problem := untrusted(result):
+        raise ResultError(f"{property_id}: {problem}", result)
+    for run in sorted(result.runs, key=lambda run: run.run_number):
+        if run.fixture_seal_before != run.fixture_seal_after:
+            raise ResultError(
+                f"{property_id}: run {run.run_number} changed its fixtures "
+                f"({run.fixture_seal_before} -> {run.fixture_seal_after}); a property may "
+                "read its fixtures, never write them",
+                result,
+            )
+    return result
+
+
+def outcome(result: agent_gate_pb2.RunResult) -> RunOutcome:
+    """The exit codes and timeouts of runs 1 and 2, in that order."""
+    first, second = sorted(result.runs, key=lambda run: run.run_number)
+    return RunOutcome(
+        exit_codes=(first.exit_code, second.exit_code),
+        timed_out=(first.timed_out, second.timed_out),
+    )

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent_gate import quorum, seal
-from agent_gate.catalog import Fixture
 from agent_gate.usage import CliError
+from proto import agent_gate_pb2
 
 
-def check(workspace: Path, trees: Sequence[Fixture]) -> tuple[quorum.FixtureSeal, ...]:
+def check(
+    workspace: Path, trees: Sequence[agent_gate_pb2.FixtureTree]
+) -> tuple[quorum.FixtureSeal, ...]:
     """The expected and actual seal of each tree, relative to `workspace`."""
     seals: list[quorum.FixtureSeal] = []
     for tree in trees:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agent_gate import catalog, double_run, pathdigest, quorum
+from agent_gate import catalog, double_run, pathdigest, quorum, run_result
 from agent_gate.locality import LocalityIndex
 from agent_gate.usage import CliError
 from proto import agent_gate_pb2
@@ -58,7 +58,7 @@ def run_outcomes(
 ) -> dict[str, quorum.RunOutcome]:
     """The two runs of each property, from its result file of this run id (CliError if not)."""
     return {
-        property_id: double_run.outcome(
+        property_id: run_result.outcome(
             double_run.read_result(results / f"{property_id}.result.txtpb", property_id, run_id)
         )
         for property_id in property_ids

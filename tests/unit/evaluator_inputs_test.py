@@ -1,20 +1,22 @@
-"""Loading the gate's inputs: every broken input is an error in the report, never a promote."""
+"""Loading the evaluator's inputs: every broken input is an error in the report, never a promote."""
 
+import json
 import tempfile
 from pathlib import Path
 
 from absl.testing import absltest
 from google.protobuf import text_format
 
-from agent_gate import gate, quorum, seal
+from agent_gate import evaluator_inputs, gate_config, quorum, seal
 from proto import agent_gate_pb2
 
 SEAL = "416d960d4898a0da240b55f5ae292c791583126bb0cb12867f156e79aad8bab1"
 
 
-def _result(property_id: str, codes=(0, 0), isolated=True, interfaces=("lo",)) -> str:
+def _result(property_id: str, codes=(0, 0), isolated=True, interfaces=("lo",), run_id="r") -> str:
     result = agent_gate_pb2.RunResult(
         property_id=property_id,
+        run_id=run_id,
         classification="pass",
         network_blocked=set(interfaces) <= {"lo"},
         network_interfaces=interfaces,
@@ -34,7 +36,7 @@ class GateLoadTest(absltest.TestCase):
             "ws/p.result.txtpb": _result("p"),
         }
 
-    def _load(self) -> agent_gate_pb2.GateReport:
+    def _load(self, mode: str = "gate") -> agent_gate_pb2.GateReport:
         for name, text in self.files.items():
             path = self.dir / name
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -45,7 +47,7 @@ class GateLoadTest(absltest.TestCase):
             return path if path.exists() else None
 
         config = {
-            "mode": "gate",
+            "mode": mode,
             "gate_label": "//:agent_gate",
             "gate_package": "",
             "catalog": [
@@ -76,7 +78,10 @@ class GateLoadTest(absltest.TestCase):
             "override": {"by": "", "ignored_ids": []},
             "run_id": "r",
         }
-        return quorum.evaluate(gate.load(config, resolve).inputs)
+        # Through the one reader, as the evaluator reads the file the rule wrote.
+        loaded = evaluator_inputs.load(gate_config.parse(json.dumps(config)), resolve)
+        self.assertEqual(loaded.inputs.full_pass, mode == "full_strong_pass")
+        return quorum.evaluate(loaded.inputs)
 
     def assert_fails_closed(self, report, *needles):
         self.assertNotEqual(report.decision, "promote")
@@ -115,12 +120,23 @@ class GateLoadTest(absltest.TestCase):
         self.files["ws/p.result.txtpb"] = _result("p", codes=(0,))
         self.assert_fails_closed(self._load(), "runs 1 and 2")
 
+    def test_full_strong_pass_mode_judges_every_strong_property(self):
+        report = self._load(mode="full_strong_pass")
+        self.assertEqual(report.decision, "promote", report.reasons)
+        (row,) = report.rows
+        self.assertEqual((row.matched, row.matched_by), (True, "(full strong pass)"))
+
+    def test_result_of_another_run_id_fails_closed(self):
+        # A result left by an earlier invocation is not this invocation's measurement.
+        self.files["ws/p.result.txtpb"] = _result("p", run_id="an-earlier-run")
+        self.assert_fails_closed(self._load(), "run id 'r'", "an-earlier-run")
+
     def test_result_of_another_property(self):
         self.files["ws/p.result.txtpb"] = _result("q")
         self.assert_fails_closed(self._load(), "runs 1 and 2")
 
     def test_property_that_wrote_into_its_fixtures(self):
-        result = agent_gate_pb2.RunResult(property_id="p", network_blocked=True)
+        result = agent_gate_pb2.RunResult(property_id="p", run_id="r", network_blocked=True)
         result.runs.add(
             run_number=1, fixture_seal_before="a", fixture_seal_after="a", isolated=True
         )
@@ -149,7 +165,7 @@ class GateLoadTest(absltest.TestCase):
 
     def test_a_result_without_isolation_fields_fails_closed(self):
         # What a runner from before isolation wrote: the fields are absent, so false.
-        result = agent_gate_pb2.RunResult(property_id="p", classification="pass")
+        result = agent_gate_pb2.RunResult(property_id="p", run_id="r", classification="pass")
         result.runs.add(run_number=1)
         result.runs.add(run_number=2)
         self.files["ws/p.result.txtpb"] = text_format.MessageToString(result)
