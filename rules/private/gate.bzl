@@ -3,24 +3,13 @@
 load("@rules_python//python:defs.bzl", "PyInfo")
 load("//rules:providers.bzl", "PropertyInfo")
 load("//rules:settings.bzl", "FlagValueInfo")
-load(":paths.bzl", "prefix_error", "repo_relative", "rlocation")
+load(":paths.bzl", "decode_paths", "matched_localities", "prefix_error", "repo_relative", "rlocation")
 
 def _flag(ctx, name):
     return getattr(ctx.attr, name)[FlagValueInfo].value
 
 def _split(value):
     return [item.strip() for item in value.split(",") if item.strip()]
-
-def _decode_paths(value):
-    """Changed paths from the flag: comma-separated, `%2C` and `%25` for `,` and `%` in a name.
-
-    Names are kept byte for byte (no trimming), so no path can pose as another.
-    """
-    paths = []
-    for item in value.split(","):
-        if item:
-            paths.append("%".join([part.replace("%2C", ",") for part in item.split("%25")]))
-    return paths
 
 def _catalog(ctx):
     """PropertyInfo of every property, checked for duplicate ids."""
@@ -39,19 +28,8 @@ def _matched(properties, changed_paths, full_pass):
     """Properties to run: every strong one on a full pass, else those whose locality the diff touches."""
     if full_pass:
         return [(t, i) for (t, i) in properties if i.strength == "strong"]
-    by_prefix = {}
-    for index, (_, info) in enumerate(properties):
-        for prefix in info.locality:
-            by_prefix.setdefault(prefix, []).append(index)
-    hit = {}
-    for path in changed_paths:
-        parts = path.split("/")
-        prefix = ""
-        for part in parts:
-            prefix = prefix + "/" + part if prefix else part
-            for index in by_prefix.get(prefix, []):
-                hit[index] = True
-    return [properties[i] for i in sorted(hit.keys())]
+    hit = matched_localities([info.locality for (_, info) in properties], changed_paths)
+    return [properties[index] for index in hit]
 
 _PYTHON_TOOLCHAIN = "@bazel_tools//tools/python:toolchain_type"
 
@@ -157,7 +135,7 @@ def _gate_impl(ctx):
             if problem:
                 fail("%s: %s entry %r is %s." % (ctx.label, attribute, prefix, problem))
     properties = _catalog(ctx)
-    changed_paths = _decode_paths(_flag(ctx, "_changed_paths"))
+    changed_paths = decode_paths(_flag(ctx, "_changed_paths"))
     run_id = _flag(ctx, "_run_id")
     python = _python(ctx)
     runner_script, runner_path = _entry_point(
