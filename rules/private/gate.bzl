@@ -273,7 +273,7 @@ _ATTRS = dict({
     "ledger": attr.label(
         allow_single_file = True,
         mandatory = True,
-        doc = "The freeze ledger: text-format `agent_gate.Ledger` (`ledger.txtpb`) or the article's JSON rows.",
+        doc = "The freeze ledger: text-format `agent_gate.Ledger` (`ledger.txtpb`) or the JSON rows of docs/article.md.",
     ),
     "debt_cap": attr.int(
         default = 5,

@@ -1,6 +1,6 @@
 """The scheduled full strong pass: every strong property twice, no locality filter.
 
-Outside the merge button (the article: path prefixes miss cross-module effects),
+Outside the merge button (docs/threat-model.md: path prefixes miss cross-module effects),
 it answers one question: does every strong property that is not frozen still pass
 twice on sealed fixtures? Its decision words are the gate's, minus the diff-only
 ones: no review guards and no stop_queue, since there is no patch to hold back.

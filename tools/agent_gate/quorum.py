@@ -1,6 +1,6 @@
 """The quorum evaluator: one candidate patch's inputs in, one gate report out.
 
-Pure and I/O-free so every branch of the article's decision table can be tested
+Pure and I/O-free so every branch of the decision table (docs/decision-table.md) can be tested
 exhaustively. Each rule that fires adds a reason; the decision is the reason of
 highest precedence (stop_queue > fixture_fault > review > reject > hold > promote),
 and promote is only what is left when nothing else fired.
