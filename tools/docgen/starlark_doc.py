@@ -464,6 +464,19 @@ def _parameters(module: _Module, args: ast.arguments) -> list[Parameter]:
     return parameters
 
 
+def definition(root: Path, path: str, name: str) -> Symbol:
+    """The macro, rule or provider `name` that the .bzl file `path` under `root` defines.
+
+    Raises DocError when it is none of those, or is not documented.
+    """
+    reader = _Reader(root)
+    module = reader.module(path)
+    symbol = _macro(reader, module, name) or _rule(reader, module, name) or _provider(module, name)
+    if symbol is None:
+        raise DocError(f"{path} defines no macro, rule or provider {name}")
+    return symbol
+
+
 @dataclass(frozen=True)
 class Exported:
     """A public name of a public file, and where its definition lives."""
