@@ -25,6 +25,7 @@ PATH_CASES = [
     {"path": "...", "normal": "..."},
     {"path": "..x/y", "normal": "..x/y"},
     {"path": " api/x ", "normal": " api/x "},
+    {"path": "api/x\ty", "normal": "api/x\ty"},
     {"path": "a,b/%2C/%252C", "normal": "a,b/%2C/%252C"},
     {"path": "src/ü/ñ.py", "normal": "src/ü/ñ.py"},
     {"path": "", "normal": None},

@@ -19,6 +19,7 @@ PREFIX_CASES = [
     {"prefix": "...", "valid": True, "normal": "..."},
     # Bytes git allows in a name: spaces, commas, percent escapes, non-ASCII.
     {"prefix": "a b", "valid": True, "normal": "a b"},
+    {"prefix": "a\tb", "valid": True, "normal": "a\tb"},
     {"prefix": " a", "valid": True, "normal": " a"},
     {"prefix": "a,b", "valid": True, "normal": "a,b"},
     {"prefix": "%2C", "valid": True, "normal": "%2C"},
