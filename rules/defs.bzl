@@ -20,7 +20,7 @@ agent_gate(
 ```
 """
 
-load("//rules:providers.bzl", _PropertyInfo = "PropertyInfo", _SealedFixturesInfo = "SealedFixturesInfo")
+load("//rules:providers.bzl", _AgentGateInfo = "AgentGateInfo", _PropertyInfo = "PropertyInfo", _SealedFixturesInfo = "SealedFixturesInfo")
 load(
     "//rules/private:macros.bzl",
     _agent_gate = "agent_gate",
@@ -35,5 +35,6 @@ full_strong_pass = _full_strong_pass
 sealed_fixtures = _sealed_fixtures
 strong_property = _strong_property
 weak_property = _weak_property
+AgentGateInfo = _AgentGateInfo
 PropertyInfo = _PropertyInfo
 SealedFixturesInfo = _SealedFixturesInfo

@@ -35,12 +35,17 @@ def agent_gate_dependencies():
     _maybe(offline_repository, "rules_shell", marker = Label("//tools:offline/rules_shell/WORKSPACE.offline"))
     _maybe(offline_repository, "com_google_protobuf", marker = Label("//tools:offline/com_google_protobuf/WORKSPACE.offline"))
     _maybe(debian_repository, "rules_java", package = "bazel-rules-java", path = "/usr/share/bazel/rules/java")
+
+    # rules/BUILD.bazel declares the public .bzl files as skylib's bzl_library.
+    _maybe(debian_repository, "bazel_skylib", package = "bazel-skylib", path = "/usr/share/bazel/tools/skylib")
     _maybe(python_environment, "agent_gate_python")
     _maybe(pypi_shim, "pypi", requirements = Label("//tools:requirements.in"))
     native.register_toolchains("@agent_gate_python//:toolchain")
 
 # buildifier: disable=unnamed-macro
 def agent_gate_dev_dependencies():
-    """Repositories only agent_gate's own tests need (analysis tests use skylib)."""
-    _maybe(debian_repository, "bazel_skylib", package = "bazel-skylib", path = "/usr/share/bazel/tools/skylib")
+    """What only agent_gate's own tests need: the toolchain of skylib's unittest and analysistest.
+
+    Call it after `agent_gate_dependencies()`, which declares `@bazel_skylib`.
+    """
     native.register_toolchains("@bazel_skylib//toolchains/unittest:all")

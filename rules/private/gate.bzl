@@ -3,24 +3,13 @@
 load("@rules_python//python:defs.bzl", "PyInfo")
 load("//rules:providers.bzl", "AgentGateInfo", "PropertyInfo")
 load("//rules:settings.bzl", "FlagValueInfo")
-load(":paths.bzl", "prefix_error", "repo_relative", "rlocation")
+load(":paths.bzl", "decode_paths", "matched_localities", "prefix_error", "repo_relative", "rlocation")
 
 def _flag(ctx, name):
     return getattr(ctx.attr, name)[FlagValueInfo].value
 
 def _split(value):
     return [item.strip() for item in value.split(",") if item.strip()]
-
-def _decode_paths(value):
-    """Changed paths from the flag: comma-separated, `%2C` and `%25` for `,` and `%` in a name.
-
-    Names are kept byte for byte (no trimming), so no path can pose as another.
-    """
-    paths = []
-    for item in value.split(","):
-        if item:
-            paths.append("%".join([part.replace("%2C", ",") for part in item.split("%25")]))
-    return paths
 
 def _judged_by(ctx):
     """AgentGateInfo of what this target judges by: its own attributes, or its gate's."""
@@ -58,19 +47,8 @@ def _matched(properties, changed_paths, full_pass):
     """Properties to run: every strong one on a full pass, else those whose locality the diff touches."""
     if full_pass:
         return [(t, i) for (t, i) in properties if i.strength == "strong"]
-    by_prefix = {}
-    for index, (_, info) in enumerate(properties):
-        for prefix in info.locality:
-            by_prefix.setdefault(prefix, []).append(index)
-    hit = {}
-    for path in changed_paths:
-        parts = path.split("/")
-        prefix = ""
-        for part in parts:
-            prefix = prefix + "/" + part if prefix else part
-            for index in by_prefix.get(prefix, []):
-                hit[index] = True
-    return [properties[i] for i in sorted(hit.keys())]
+    hit = matched_localities([info.locality for (_, info) in properties], changed_paths)
+    return [properties[index] for index in hit]
 
 _PYTHON_TOOLCHAIN = "@bazel_tools//tools/python:toolchain_type"
 
@@ -170,7 +148,7 @@ def _gate_impl(ctx):
     full_pass = ctx.attr._full_pass
     judged_by = _judged_by(ctx)
     properties = _catalog(ctx, judged_by)
-    changed_paths = _decode_paths(_flag(ctx, "_changed_paths"))
+    changed_paths = decode_paths(_flag(ctx, "_changed_paths"))
     run_id = _flag(ctx, "_run_id")
     python = _python(ctx)
     runner_script, runner_path = _entry_point(
@@ -312,7 +290,7 @@ _CATALOG_ATTRS = {
     "ledger": attr.label(
         allow_single_file = True,
         mandatory = True,
-        doc = "The freeze ledger: text-format `agent_gate.Ledger` (`ledger.txtpb`) or the article's JSON rows.",
+        doc = "The freeze ledger: text-format `agent_gate.Ledger` (`ledger.txtpb`) or the JSON rows of docs/article.md.",
     ),
     "debt_cap": attr.int(
         default = 5,

@@ -78,7 +78,7 @@ def full_strong_pass(name, gate, tags = None, **kwargs):
       gate: the `agent_gate` target whose catalog (weak properties are not run),
         ledger and debt cap the pass uses.
       tags: extra tags; `manual` and `external` are always added.
-      **kwargs: common test attributes.
+      **kwargs: common test attributes (`size`, `timeout`, `visibility`, ...).
     """
     full_strong_pass_test(
         name = name,
@@ -164,7 +164,9 @@ def strong_property(name, test, locality, fixtures = [], id = None, **kwargs):
       locality: repo-relative path prefixes the property observes, per path component.
       fixtures: `sealed_fixtures` targets the property reads.
       id: catalog id; default `name`.
-      **kwargs: `timeout_seconds` (per run of the double run), common test attributes.
+      **kwargs: `admission_mutants` (`.patch`/`.diff` files that each delete the
+        invariant; `agent-gate admit --all-declared` checks the property fails twice
+        with each), `timeout_seconds` (per run of the double run), common test attributes.
     """
     _wrap(test, kwargs)
     strong_property_test(name = name, test = test, locality = locality, fixtures = fixtures, id = id or name, **kwargs)

@@ -1,5 +1,12 @@
 """Path helpers shared by agent_gate's rules."""
 
+# Characters no repo-relative prefix may hold: Bazel labels, git and the seal's
+# coreutils pipeline would each read them differently.
+_UNSPELLABLE = ["\\", "\n", "\r", "\0"]
+
+# Characters no changed path may hold: a path is one line of the flag and the config.
+_CONTROL = ["\n", "\r", "\0"]
+
 def repo_relative(file):
     """Path of a File relative to the root of the repository that owns it.
 
@@ -43,8 +50,8 @@ def prefix_error(prefix):
         return "an empty path (remove the entry, or name a directory, e.g. \"api/handlers\")"
     if prefix.startswith("/"):
         return "an absolute path (use a repo-relative one, e.g. \"api/handlers\")"
-    if "\\" in prefix or "\n" in prefix:
-        return "a path with a backslash or newline (use forward slashes, e.g. \"api/handlers\")"
+    if [char for char in _UNSPELLABLE if char in prefix]:
+        return "a path with a backslash, newline, carriage return or NUL byte (use forward slashes, e.g. \"api/handlers\")"
     trimmed = prefix[:-1] if prefix.endswith("/") else prefix
     for component in trimmed.split("/"):
         if component in ("", ".", ".."):
@@ -52,8 +59,86 @@ def prefix_error(prefix):
     return None
 
 def normalize_prefix(prefix):
+    """A valid prefix without its optional trailing `/`."""
     return prefix[:-1] if prefix.endswith("/") else prefix
 
 def covers(prefix, path):
-    """True when `prefix` covers `path` per path component."""
+    """True when the normalized `prefix` covers the normalized `path` per path component."""
     return path == prefix or path.startswith(prefix + "/")
+
+def _path_components(path):
+    """The components of a changed path, or None when it names no file of the repository.
+
+    As the evaluator reads a changed path (`normalize_path` in
+    tools/agent_gate/locality.py): empty and `.` components name the same file and
+    are dropped; an absolute path, a `..` component, a control character or no
+    component at all cannot be attributed to a repo path.
+    """
+    if path.startswith("/") or [char for char in _CONTROL if char in path]:
+        return None
+    parts = path.split("/")
+    if "" in parts or "." in parts:
+        parts = [part for part in parts if part not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    return parts
+
+def normalize_path(path):
+    """A changed path in repo-relative form.
+
+    Args:
+      path: a changed path as the `changed_paths` flag carries it (decoded).
+
+    Returns:
+      The path without empty or `.` components, or None when it is absolute, has a
+      `..` component or a newline, carriage return or NUL byte, or names no file.
+    """
+    parts = _path_components(path)
+    return "/".join(parts) if parts != None else None
+
+def matched_localities(localities, changed_paths):
+    """Which localities a diff touches, per path component.
+
+    A path the evaluator rejects (`normalize_path` returns None) matches nothing
+    here; the evaluator reports it as an error, so the decision is never promote.
+
+    Args:
+      localities: a list with one list of normalized prefixes per property.
+      changed_paths: the decoded changed paths.
+
+    Returns:
+      The sorted indices into `localities` of those some changed path lies under.
+    """
+    by_prefix = {}
+    for index, prefixes in enumerate(localities):
+        for prefix in prefixes:
+            by_prefix.setdefault(prefix, []).append(index)
+    hit = {}
+    for path in changed_paths:
+        parts = _path_components(path)
+        if parts == None:
+            continue
+        prefix = ""
+        for part in parts:
+            prefix = prefix + "/" + part if prefix else part
+            for index in by_prefix.get(prefix, []):
+                hit[index] = True
+    return sorted(hit.keys())
+
+def decode_paths(value):
+    """Changed paths from the flag: comma-separated, `%2C` and `%25` for `,` and `%` in a name.
+
+    The inverse of `encode_path` in tools/agent_gate/bazel.py. Names are kept byte
+    for byte (no trimming), so no path can pose as another; empty items are skipped.
+
+    Args:
+      value: the `changed_paths` flag's value.
+
+    Returns:
+      The list of paths, in flag order.
+    """
+    paths = []
+    for item in value.split(","):
+        if item:
+            paths.append("%".join([part.replace("%2C", ",") for part in item.split("%25")]))
+    return paths

@@ -146,6 +146,10 @@ pypi_shim = repository_rule(
     implementation = _pypi_shim_impl,
     doc = "A `@pypi` hub of empty libraries, so BUILD files can say `@pypi//pyyaml` on Bazel 4.2.3.",
     attrs = {
-        "requirements": attr.label(mandatory = True, allow_single_file = True),
+        "requirements": attr.label(
+            mandatory = True,
+            allow_single_file = True,
+            doc = "The requirements file (`requirements.in`): one empty library per distribution it names.",
+        ),
     },
 )

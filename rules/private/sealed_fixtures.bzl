@@ -120,6 +120,10 @@ seal_updater = rule(
     doc = "`bazel run` target that rewrites a `sealed_fixtures` seal file in the source tree.",
     executable = True,
     attrs = {
-        "fixtures": attr.label(mandatory = True, providers = [SealedFixturesInfo]),
+        "fixtures": attr.label(
+            mandatory = True,
+            providers = [SealedFixturesInfo],
+            doc = "Set by the macro: the `sealed_fixtures` target whose seal file this rewrites.",
+        ),
     },
 )

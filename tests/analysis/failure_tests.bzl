@@ -158,8 +158,15 @@ def failure_test_suite(name):
         "locality_backslash_test",
         strong_property,
         locality = ["api\\handlers"],
-        message = "locality entry \"api\\\\handlers\" is a path with a backslash or newline " +
-                  "(use forward slashes, e.g. \"api/handlers\").",
+        message = "locality entry \"api\\\\handlers\" is a path with a backslash, newline, " +
+                  "carriage return or NUL byte (use forward slashes, e.g. \"api/handlers\").",
+    ))
+    tests.append(_property_case(
+        "locality_carriage_return_test",
+        weak_property,
+        locality = ["api\rhandlers"],
+        message = "locality entry \"api\\rhandlers\" is a path with a backslash, newline, " +
+                  "carriage return or NUL byte (use forward slashes, e.g. \"api/handlers\").",
     ))
     tests.append(_property_case(
         "id_with_space_test",

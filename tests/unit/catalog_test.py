@@ -1,4 +1,4 @@
-"""The catalog read from the gate rule's config, and rendered in the article's shape."""
+"""The catalog read from the gate rule's config, and rendered in the shape of docs/article.md."""
 
 import json
 import tempfile

@@ -1,4 +1,4 @@
-"""The article's decision table, read from the sealed fixture, row by row against the evaluator.
+"""The decision table (docs/decision-table.md), from the sealed fixture, row by row.
 
 A row the test does not know how to check fails the test: the table is the contract.
 """
@@ -64,7 +64,7 @@ class DecisionTableTest(absltest.TestCase):
     def test_every_row_of_the_article_table(self):
         lines = _fixture("table.tsv").read_text(encoding="utf-8").splitlines()
         rows = [line.split("\t") for line in lines if line and not line.startswith("#")]
-        self.assertLen(rows, 7, "the article's table has seven rows")
+        self.assertLen(rows, 7, "the decision table has seven rows")
         for result, seal, ledger_column, action in rows:
             with self.subTest(action=action):
                 report = quorum.evaluate(_inputs(result, seal, ledger_column))

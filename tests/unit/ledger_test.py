@@ -12,7 +12,7 @@ from google.protobuf import text_format
 from agent_gate import ledger
 from proto import agent_gate_pb2
 
-# The article's row, verbatim.
+# The ledger row of docs/article.md, verbatim.
 ARTICLE_ROW = """{
   "property_id": "counter.monotonic_under_replay",
   "state": "open",

@@ -307,7 +307,7 @@ class HandWrittenPatchTest(absltest.TestCase):
         self.assertEqual(touched_paths(text), ["b", "a", "c"])
 
     def test_trailing_date_after_spaces_is_dropped(self):
-        """Issue 11: git strips a date after a space too, so `ledger.txtpb` is what it edits."""
+        """git strips a date after a space too, so `ledger.txtpb` is what it edits."""
         text = _lines(
             "--- a/ledger.txtpb 2020-01-01 00:00:00.000000000 +0000",
             "+++ b/ledger.txtpb 2020-01-01 00:00:00.000000000 +0000",
@@ -343,7 +343,7 @@ class HandWrittenPatchTest(absltest.TestCase):
                 self.assertEqual(touched_paths(text), [name])
 
     def test_text_hunks_in_any_encoding(self):
-        """Issue 13: git writes text hunks for non-UTF-8 files without NUL; they are read."""
+        """git writes text hunks for non-UTF-8 files without NUL; they are read."""
         text = (
             b"diff --git a/latin1.txt b/latin1.txt\nindex 1111111..2222222 100644\n"
             b"--- a/latin1.txt\n+++ b/latin1.txt\n@@ -1,2 +1,2 @@\n caf\xe9\n-\xff\xfe\r\n"

@@ -4,9 +4,10 @@ Every property is one of 24 kinds (strength x matched x two-run outcome x frozen
 catalog of 0 to 3 properties is tried, with and without a drifted fixture tree, with the
 ledger debt under, at and over the cap. The scheduled full strong pass, a mode of the
 same evaluator, is tried too, over the kinds it can meet (every strong property
-matched, every weak one not, no diff). The oracle below transcribes the article's table
-and the DESIGN precedence as data: it collects every decision whose row applies, then
-takes the one ranked first. It shares no code with quorum.py beyond the input types.
+matched, every weak one not, no diff). The oracle below transcribes the decision
+table and its precedence (docs/decision-table.md) as data: it collects every decision
+whose row applies, then takes the one ranked first. It shares no code with quorum.py
+beyond the input types.
 """
 
 import itertools
@@ -27,7 +28,7 @@ from agent_gate.quorum import (
 # reordering in quorum.py is caught.
 RANK = {"stop_queue": 0, "fixture_fault": 1, "review": 2, "reject": 3, "hold": 4, "promote": 5}
 
-# What each article outcome looks like as two runs.
+# What each outcome of the decision table looks like as two runs.
 RUNS = {"pass": (0, 0), "fail": (3, 3), "flake": (0, 4)}
 
 
@@ -47,7 +48,7 @@ KINDS = [
     for frozen in (True, False)
 ]
 
-# The article's table, row by row, as (matched, frozen, outcome) -> (classification, vote).
+# docs/decision-table.md, row by row, as (matched, frozen, outcome) -> (classification, vote).
 # An unmatched property is outside the quorum whatever happened; a frozen one is excluded
 # whatever it did ("a freeze never appears in the vote-yes row").
 VOTE_TABLE = {}

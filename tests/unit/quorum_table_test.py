@@ -1,4 +1,4 @@
-"""Named tests for the quorum evaluator: one per row of the article's table, then each
+"""Named tests for the quorum evaluator: one per row of docs/decision-table.md, then each
 review guard, the run classification, the debt arithmetic and decision precedence."""
 
 import itertools
@@ -28,7 +28,7 @@ SECRET = "resp.no_secret_fields"
 KEYS = "resp.keys_present"
 COUNTER = "counter.monotonic_under_replay"
 
-# The article's catalog, with the BUILD packages and predicate sources a repo would have.
+# The catalog of docs/article.md, with the BUILD packages and predicate sources a repo has.
 CATALOG = (
     PropertySpec(
         SECRET,
@@ -73,7 +73,7 @@ def gate(
     commit_counts=None,
     **kwargs,
 ):
-    """Evaluate the article's repo with sensible defaults; outcomes default to pass."""
+    """Evaluate the repo of docs/article.md with sensible defaults; outcomes default to pass."""
     if outcomes is None:
         outcomes = {spec.id: PASS for spec in catalog}
     if commit_counts is None:
@@ -570,7 +570,7 @@ class DebtTest(absltest.TestCase):
 
 # The precedence of docs/decision-table.md, spelled out here so the test does not
 # trust quorum.PRECEDENCE.
-DESIGN_ORDER = ("stop_queue", "fixture_fault", "review", "reject", "hold", "promote")
+DOCUMENTED_ORDER = ("stop_queue", "fixture_fault", "review", "reject", "hold", "promote")
 
 
 class VoterTest(absltest.TestCase):
@@ -658,7 +658,7 @@ class VoterTest(absltest.TestCase):
 
 class PrecedenceTest(absltest.TestCase):
     def test_exported_order_is_the_design_order(self):
-        self.assertEqual(PRECEDENCE, DESIGN_ORDER)
+        self.assertEqual(PRECEDENCE, DOCUMENTED_ORDER)
 
     CATALOG = (
         PropertySpec("s.pass", "strong", ("src/pass",)),
@@ -693,7 +693,7 @@ class PrecedenceTest(absltest.TestCase):
         )
 
     def test_every_pair(self):
-        ranked = DESIGN_ORDER[:-1]
+        ranked = DOCUMENTED_ORDER[:-1]
         for high, low in itertools.combinations(ranked, 2):
             with self.subTest(high=high, low=low):
                 report = self.scenario({high, low})
@@ -707,7 +707,7 @@ class PrecedenceTest(absltest.TestCase):
         self.assertEqual(decisions(self.scenario(set())), ["promote"])
 
     def test_every_subset_lists_all_reasons_in_order(self):
-        ranked = DESIGN_ORDER[:-1]
+        ranked = DOCUMENTED_ORDER[:-1]
         for size in range(len(ranked) + 1):
             for fire in itertools.combinations(ranked, size):
                 with self.subTest(fire=fire):

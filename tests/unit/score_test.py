@@ -95,7 +95,7 @@ class ReadCandidateTest(absltest.TestCase):
             self.assertEqual(raised.exception.code, 2)
 
     def test_refusals_say_what_to_do_never_resend_the_same(self):
-        """Issue 13: the advice is never "send git diff" for what git diff may have written."""
+        """The advice is never "send git diff" for what git diff may have written."""
         cases = {
             b"": "nothing to score",
             b"this is not a diff\n": "no file header.*git diff --binary",
@@ -111,7 +111,7 @@ class ReadCandidateTest(absltest.TestCase):
             self.assertNotIn("Send the output", str(raised.exception))
 
     def test_git_diff_binary_of_any_encoding_is_read(self):
-        """Issue 13: files that are not UTF-8 but hold no NUL get text hunks; they are read."""
+        """Files that are not UTF-8 but hold no NUL get text hunks; they are read."""
         repo = self.dir / "repo"
         repo.mkdir()
         env = {

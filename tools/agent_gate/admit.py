@@ -1,6 +1,6 @@
 """`agent-gate admit`: a property earns a vote only if it can tell a broken invariant.
 
-The article's review procedure, run for real: in the scoring worktree at a base
+The admission procedure of docs/article.md, run for real: in the scoring worktree at a base
 revision the property must **pass twice** on the unmodified tree, and **fail
 twice, stably** (the same non-zero code both times) with a mutant applied: a
 patch that deletes its invariant and changes nothing else. Both halves run

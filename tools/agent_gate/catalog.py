@@ -5,7 +5,7 @@ writes the rule's config, `bazel-bin/agent_gate.gate.json` (an `agent_gate.GateC
 read by gate_config.py): the catalog rows, the sealed fixture trees, the ledger path
 and the debt cap. That file, not a re-parse of BUILD text, is where the CLI learns
 the catalog.
-`render` prints it in the article's YAML shape (or JSON).
+`render` prints it in the YAML shape of docs/article.md (or JSON).
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def freeze_open(
                 f"refusing to freeze {property_id}: its two runs did not both see the "
                 "committed fixture seal; a freeze needs the split on the same seal"
             )
-        # One tree: its seal, as the article's rows hold it; several: the seal the runs saw.
+        # One tree: its seal, as docs/article.md's rows hold it; several: the seal the runs saw.
         seal_value = (seals[0].actual or "") if len(seals) == 1 else seen
         row = make_row(
             property_id,

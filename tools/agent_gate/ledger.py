@@ -1,7 +1,7 @@
 """Load, validate and edit the freeze ledger (proto ``agent_gate.Ledger``).
 
 The committed ledger is protobuf text format, one ``freeze { ... }`` block a row;
-the article's JSON (a row, a list of rows, or ``{"freeze": [...]}``) loads too. A
+the JSON of docs/article.md (a row, a list of rows, or ``{"freeze": [...]}``) loads too. A
 ledger that does not parse or validate is a configuration error, and the gate
 fails closed, so every error names the file and the line of the row at fault.
 

@@ -3,7 +3,7 @@
 Both runs use the same command, the same runfiles and the same fixtures; each runs
 in namespaces of its own (`isolation`): a private /tmp, /dev/shm, TEST_TMPDIR and
 HOME, every other path read-only, no writable path shared with the other run, and
-nothing left once it ended. What the article says a seal cannot pin (clock zone,
+nothing left once it ended. What a seal cannot pin (docs/threat-model.md; clock zone,
 locale, hash seed, build time) is pinned here. The result is data: a failing,
 hanging or crashing property never makes the runner itself fail.
 """

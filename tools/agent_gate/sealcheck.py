@@ -1,6 +1,6 @@
 """Every sealed fixture tree of a checkout, sealed on the real filesystem and compared.
 
-This is the article's "seal before the patch is applied": `seal.seal_tree` over the
+This is "seal before the patch is applied" (docs/article.md): `seal.seal_tree` over the
 tree as `find` would walk it from the workspace root, against the committed seal
 file. A seal file that cannot be read is a configuration error (CliError); a
 mismatch is data (`drifted`): the base tree drifted, a fixture fault.
