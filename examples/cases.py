@@ -29,7 +29,8 @@ import wired_copy
 import yaml
 from google.protobuf import text_format
 
-from agent_gate import bazel, patch
+from agent_gate.drive import bazel
+from agent_gate.formats import patch
 from proto import agent_gate_pb2
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -23,13 +23,14 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO_ROOT / "tools"), str(REPO_ROOT / "examples")]
 
-from agent_gate import protogen  # noqa: E402
+from agent_gate.drive import protogen  # noqa: E402
 
 protogen.ensure_proto_importable()
 
 import cases  # noqa: E402
 
-from agent_gate import bazel, patch  # noqa: E402
+from agent_gate.drive import bazel  # noqa: E402
+from agent_gate.formats import patch  # noqa: E402
 
 
 def _say(message: str) -> None:

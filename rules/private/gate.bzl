@@ -215,7 +215,7 @@ def _gate_impl(ctx):
         commit_counts[sha] = int(count)
 
     # An agent_gate.GateConfig message, in the proto's JSON form (field names as
-    # in proto/agent_gate.proto); agent_gate/gate_config.py reads it, strictly.
+    # in proto/agent_gate.proto); agent_gate/formats/gate_config.py reads it, strictly.
     config = ctx.actions.declare_file(ctx.label.name + ".gate.json")
     ctx.actions.write(config, json.encode_indent({
         "mode": "full_strong_pass" if full_pass else "gate",
@@ -264,7 +264,7 @@ PYTHONPATH="{python_path}" exec "{interpreter}" "{script}" --config "{config}" "
         DefaultInfo(executable = launcher, runfiles = runfiles),
         judged_by,
         # The CLI reads the catalog from the config alone: building this group runs
-        # no property, whatever the changed paths (agent_gate/catalog.py).
+        # no property, whatever the changed paths (agent_gate/cli/catalog.py).
         OutputGroupInfo(agent_gate_config = depset([config])),
     ]
 
@@ -316,7 +316,7 @@ _TOOL_ATTRS = dict({
         cfg = "exec",
     ),
     "_runner_main": attr.label(
-        default = Label("//tools:agent_gate/run_property_main.py"),
+        default = Label("//tools:agent_gate/actions/run_property_main.py"),
         allow_single_file = True,
     ),
     "_evaluator": attr.label(
@@ -325,7 +325,7 @@ _TOOL_ATTRS = dict({
         cfg = "target",
     ),
     "_evaluator_main": attr.label(
-        default = Label("//tools:agent_gate/evaluate_gate_main.py"),
+        default = Label("//tools:agent_gate/actions/evaluate_gate_main.py"),
         allow_single_file = True,
     ),
 }, **_FLAGS)

@@ -70,7 +70,7 @@ def _path_components(path):
     """The components of a changed path, or None when it names no file of the repository.
 
     As the evaluator reads a changed path (`normalize_path` in
-    tools/agent_gate/locality.py): empty and `.` components name the same file and
+    tools/agent_gate/core/locality.py): empty and `.` components name the same file and
     are dropped; an absolute path, a `..` component, a control character or no
     component at all cannot be attributed to a repo path.
     """
@@ -128,7 +128,7 @@ def matched_localities(localities, changed_paths):
 def decode_paths(value):
     """Changed paths from the flag: comma-separated, `%2C` and `%25` for `,` and `%` in a name.
 
-    The inverse of `encode_path` in tools/agent_gate/bazel.py. Names are kept byte
+    The inverse of `encode_path` in tools/agent_gate/drive/bazel.py. Names are kept byte
     for byte (no trimming), so no path can pose as another; empty items are skipped.
 
     Args:

@@ -221,7 +221,7 @@ def _config_and_entry_point_test_impl(ctx):
         asserts.true(env, action.argv[0].endswith("python3"), "%s runs the interpreter, got %s" % (property_id, action.argv[0]))
         asserts.true(
             env,
-            action.argv[1].endswith(runfiles + "/tools/agent_gate/run_property_main.py"),
+            action.argv[1].endswith(runfiles + "/tools/agent_gate/actions/run_property_main.py"),
             "%s runs the entry point in the runner's runfiles, got %s" % (property_id, action.argv[1]),
         )
 

@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "examples")]
 
-from agent_gate import protogen  # noqa: E402
+from agent_gate.drive import protogen  # noqa: E402
 
 protogen.ensure_proto_importable()
 
@@ -55,9 +55,9 @@ import wired_copy  # noqa: E402
 from absl.testing import absltest  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 
-from agent_gate import bazel as bazel_lib  # noqa: E402
-from agent_gate import patch as patch_lib  # noqa: E402
-from agent_gate import seal  # noqa: E402
+from agent_gate.drive import bazel as bazel_lib  # noqa: E402
+from agent_gate.formats import patch as patch_lib  # noqa: E402
+from agent_gate.formats import seal  # noqa: E402
 from proto import agent_gate_pb2  # noqa: E402
 
 CLI = ROOT / "tools" / "agent-gate"

@@ -26,14 +26,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tools")]
 
-from agent_gate import protogen  # noqa: E402
+from agent_gate.drive import protogen  # noqa: E402
 
 protogen.ensure_proto_importable()
 
 from absl.testing import absltest  # noqa: E402
 from bazel7_workspace import Bazel7Workspace  # noqa: E402
 
-from agent_gate import bazel, pathdigest  # noqa: E402
+from agent_gate.core import pathdigest  # noqa: E402
+from agent_gate.drive import bazel  # noqa: E402
 
 SOURCE = ROOT / "tests" / "e2e" / "workspaces" / "bzlmod_consumer"
 PROBE = ROOT / "tests" / "e2e" / "workspaces" / "runner_faults" / "probe.sh"

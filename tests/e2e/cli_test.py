@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "examples")]
 
-from agent_gate import protogen  # noqa: E402
+from agent_gate.drive import protogen  # noqa: E402
 
 protogen.ensure_proto_importable()
 
@@ -34,7 +34,8 @@ import yaml  # noqa: E402
 from absl.testing import absltest  # noqa: E402
 from google.protobuf import json_format, text_format  # noqa: E402
 
-from agent_gate import bazel, seal  # noqa: E402
+from agent_gate.drive import bazel  # noqa: E402
+from agent_gate.formats import seal  # noqa: E402
 from proto import agent_gate_pb2  # noqa: E402
 
 CLI = ROOT / "tools" / "agent-gate"

@@ -22,14 +22,14 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO_ROOT / "tools"), str(REPO_ROOT / "examples")]
 
-from agent_gate import protogen  # noqa: E402
+from agent_gate.drive import protogen  # noqa: E402
 
 protogen.ensure_proto_importable()
 
 import cases  # noqa: E402
 from absl.testing import absltest, parameterized  # noqa: E402
 
-from agent_gate import bazel  # noqa: E402
+from agent_gate.drive import bazel  # noqa: E402
 
 CASES = cases.load_cases()
 _CASES_BY_NAME = {case.name: case for case in CASES}

@@ -15,14 +15,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from agent_gate import protogen  # noqa: E402
+from agent_gate.drive import protogen  # noqa: E402
 
 protogen.ensure_proto_importable()
 
 from absl.testing import absltest  # noqa: E402
 from google.protobuf import text_format  # noqa: E402
 
-from agent_gate import bazel  # noqa: E402
+from agent_gate.drive import bazel  # noqa: E402
 from proto import agent_gate_pb2  # noqa: E402
 
 SOURCE = ROOT / "tests" / "e2e" / "workspaces" / "faults"

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from agent_gate import protogen  # noqa: E402
+from agent_gate.drive import protogen  # noqa: E402
 
 protogen.ensure_proto_importable()
 
@@ -31,7 +31,7 @@ from absl.testing import absltest  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from agent_gate import bazel  # noqa: E402
+from agent_gate.drive import bazel  # noqa: E402
 
 SETTINGS = 8
 DEFS = """

@@ -17,13 +17,13 @@ from unittest import mock
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from agent_gate import protogen  # noqa: E402
+from agent_gate.drive import protogen  # noqa: E402
 
 protogen.ensure_proto_importable()
 
 from absl.testing import absltest  # noqa: E402
 
-from agent_gate import bazel  # noqa: E402
+from agent_gate.drive import bazel  # noqa: E402
 
 
 def _gate(*changed: str, target: str = "//:agent_gate") -> bazel.GateRun:
@@ -65,7 +65,7 @@ class SelfGateTest(absltest.TestCase):
         self.assertEqual(_rows(run)["self.docs_contract"], "yes")
 
     def test_tool_and_proto_changes_are_review(self):
-        for path in ("tools/agent_gate/quorum.py", "proto/agent_gate.proto"):
+        for path in ("tools/agent_gate/core/quorum.py", "proto/agent_gate.proto"):
             with self.subTest(path=path):
                 run = _gate(path, "tests/unit/new_helper.py")
                 self.assertEqual(run.decision, "review")

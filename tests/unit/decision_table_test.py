@@ -8,7 +8,8 @@ from pathlib import Path
 from absl.testing import absltest
 from runfiles import runfiles
 
-from agent_gate import ledger, quorum
+from agent_gate.core import quorum
+from agent_gate.formats import ledger
 
 SEAL = "a" * 64
 CATALOG = (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from absl.testing import absltest
 
-from agent_gate import quorum
+from agent_gate.core import quorum
 
 FLAG = re.compile(r"--@agent_gate//:([a-z0-9_]+)")
 DEFINED = re.compile(r'string_flag\(\s*name = "([a-z0-9_]+)"', re.MULTILINE)

@@ -12,14 +12,14 @@ from typing import Any
 from absl.testing import absltest
 from runfiles import runfiles
 
-from agent_gate.bazel import GateInputError, encode_path
-from agent_gate.locality import (
+from agent_gate.core.locality import (
     LocalityIndex,
     covers,
     normalize_path,
     normalize_prefix,
     validate_prefix,
 )
+from agent_gate.drive.bazel import GateInputError, encode_path
 
 
 def _table(file: str, name: str) -> Any:

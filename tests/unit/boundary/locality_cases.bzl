@@ -2,7 +2,7 @@
 
 The gate rule picks the properties to run with `matched_localities` and
 `normalize_path` (rules/private/paths.bzl); the evaluator decides which were
-required with `normalize_path` and `LocalityIndex` (tools/agent_gate/locality.py),
+required with `normalize_path` and `LocalityIndex` (tools/agent_gate/core/locality.py),
 and the CLI with `covers`. boundary_tests.bzl and boundary_test.py run every
 row through each of them. Keep this file literal data only: the Python test reads
 it with ast.literal_eval.

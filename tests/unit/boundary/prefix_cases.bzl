@@ -1,7 +1,7 @@
 """Cases of locality-prefix validation, shared by Starlark and Python.
 
 `prefix_error` (rules/private/paths.bzl) and `validate_prefix`
-(tools/agent_gate/locality.py) both run every row: boundary_tests.bzl and
+(tools/agent_gate/core/locality.py) both run every row: boundary_tests.bzl and
 boundary_test.py. `valid` says whether the prefix is accepted, `normal` what it
 normalizes to (None when invalid). Keep this file literal data only: the Python
 test reads it with ast.literal_eval.

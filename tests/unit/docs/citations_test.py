@@ -104,7 +104,7 @@ class CitationsTest(absltest.TestCase):
         root = _checkout()
         paths = _checked(_tracked(root))
         self.assertIn("rules/defs.bzl", paths)
-        self.assertIn("tools/agent_gate/quorum.py", paths)
+        self.assertIn("tools/agent_gate/core/quorum.py", paths)
         found = findings(root, paths)
         self.assertEqual([], found, "\n".join(found))
 

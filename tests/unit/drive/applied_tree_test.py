@@ -1,0 +1,194 @@
+"""Guards on the applied tree, with real git and a real filesystem: git's own reading of
+the patch, symlinks as configuration, and Bazel's configuration files however reached."""
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from unittest import mock
+
+from absl.testing import absltest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_gate.drive import applied_tree, bazel, worktree
+from agent_gate.drive.exit_codes import CliError
+from agent_gate.drive.progress import Progress
+from agent_gate.drive.worktree import StagedChange
+
+_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, input=stdin
+    ).stdout
+
+
+class StagedChangesTest(absltest.TestCase):
+    """`worktree.staged_changes` after `git apply --index`, on patches git itself wrote."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = Path(tempfile.mkdtemp()).resolve()
+        env = dict(_ENV, GIT_CEILING_DIRECTORIES=str(self.tmp), XDG_CACHE_HOME=str(self.tmp / "c"))
+        self.enter_context(mock.patch.dict(os.environ, env))
+        self.top = self.tmp / "repo"
+        (self.top / "lib").mkdir(parents=True)
+        (self.top / "WORKSPACE").write_text("")
+        (self.top / "lib" / "a.py").write_text("a\n")
+        (self.top / "lib" / "b.py").write_text("b\n")
+        os.symlink("a.py", self.top / "lib" / "link.py")
+        _git(self.top, "init", "-q")
+        _git(self.top, "add", "-A")
+        _git(self.top, "commit", "-q", "-m", "base")
+        self.base = _git(self.top, "rev-parse", "HEAD").decode().strip()
+        self.repo = worktree.open_repo(self.top)
+
+    def patch_of(self, edit) -> bytes:
+        """The `git diff --binary` of `edit` in the checkout, which is then restored."""
+        edit(self.top)
+        _git(self.top, "add", "-A")
+        patch = _git(self.top, "diff", "--cached", "--binary", "HEAD")
+        _git(self.top, "reset", "-q", "--hard", "HEAD")
+        _git(self.top, "clean", "-q", "-fdx")
+        return patch
+
+    def applied(self, patch: bytes) -> list[StagedChange]:
+        worktree.prepare(self.repo, self.base, Progress(quiet=True))
+        worktree.apply_patch(self.repo, patch, "p", self.base)
+        return worktree.staged_changes(self.repo)
+
+    def test_symlinks_on_either_side_and_renames_as_two_paths(self):
+        def edit(root: Path) -> None:
+            (root / "lib" / "link.py").unlink()
+            os.symlink("b.py", root / "lib" / "link.py")  # retargeted
+            os.symlink("/usr/bin", root / "tools")  # added
+            (root / "lib" / "b.py").rename(root / "lib" / "c.py")
+            (root / "lib" / "a.py").chmod(0o755)
+
+        changes = self.applied(self.patch_of(edit))
+        by_path = {change.path: change for change in changes}
+        self.assertEqual(set(by_path), {"lib/link.py", "tools", "lib/b.py", "lib/c.py", "lib/a.py"})
+        self.assertEqual(sorted(applied_tree.symlink_changes(changes)), ["lib/link.py", "tools"])
+        self.assertEqual(by_path["lib/a.py"].new_mode, 0o100755)
+        self.assertEqual(by_path["lib/b.py"].new_mode, 0)
+
+    def test_a_symlink_replaced_by_a_file_is_a_symlink_change(self):
+        def edit(root: Path) -> None:
+            (root / "lib" / "link.py").unlink()
+            (root / "lib" / "link.py").write_text("now a file\n")
+
+        changes = self.applied(self.patch_of(edit))
+        self.assertEqual(applied_tree.symlink_changes(changes), ["lib/link.py"])
+
+    def test_odd_names_come_back_byte_for_byte(self):
+        names = [b"lib/t\tab", b'lib/q"uote\\', b"lib/caf\xc3\xa9", b"lib/\xff\xfe", b"lib/sp ace"]
+
+        def edit(root: Path) -> None:
+            for name in names:
+                with open(os.path.join(os.fsencode(root), name), "wb") as handle:
+                    handle.write(b"x\n")
+
+        changes = self.applied(self.patch_of(edit))
+        got = sorted(change.path.encode("utf-8", "surrogateescape") for change in changes)
+        self.assertEqual(got, sorted(names))
+
+    def test_a_workspace_in_a_subdirectory_strips_its_prefix(self):
+        raw = b":100644 100644 " + b"0" * 40 + b" " + b"1" * 40 + b" M\0ws/lib/a.py\0"
+        self.assertEqual(worktree.parse_raw(raw, "ws")[0].path, "lib/a.py")
+
+    def test_unreadable_raw_output_fails_closed(self):
+        for raw in (b"garbage\0", b":100644 100644 x y M\0", b":1 2 3 4 M\0"):
+            with self.subTest(raw=raw), self.assertRaises(CliError):
+                worktree.parse_raw(raw)
+
+
+class CrossCheckTest(absltest.TestCase):
+    def test_agreement_and_each_kind_of_disagreement(self):
+        changes = [StagedChange("ledger.txtpb", 0o100644, 0o100644, "M")]
+        applied_tree.cross_check(["ledger.txtpb"], changes)
+        applied_tree.cross_check(["./ledger.txtpb"], changes)  # the same file
+        for read in (
+            ["ledger.txtpb 2020-01-01 00:00:00.000000000 +0000"],
+            [],
+            ["a", "ledger.txtpb"],
+        ):
+            with self.subTest(read=read), self.assertRaises(CliError) as raised:
+                applied_tree.cross_check(read, changes)
+            self.assertIn("disagree", str(raised.exception))
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.sets(st.text(min_size=1, max_size=8)), st.sets(st.text(min_size=1, max_size=8)))
+    def test_passes_only_when_the_sets_are_equal(self, read, applied):
+        changes = [StagedChange(path, 0, 0o100644, "A") for path in applied]
+        normal = {applied_tree._normal(path) for path in read}
+        if normal == set(applied):
+            applied_tree.cross_check(sorted(read), changes)
+        else:
+            with self.assertRaises(CliError):
+                applied_tree.cross_check(sorted(read), changes)
+
+
+class ControlPathsTest(absltest.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.root = Path(tempfile.mkdtemp()).resolve()
+        (self.root / "lib" / "hook").mkdir(parents=True)
+        (self.root / "tools").mkdir()
+
+    def test_by_name_anywhere_in_the_tree(self):
+        control = [
+            "tools/bazel",
+            "sub/tools/bazel",
+            ".bazelrc",
+            "lib/user.bazelrc",
+            "lib/.bazelignore",
+            ".bazelversion",
+            "x/.bazeliskrc",
+            "WORKSPACE",
+            "nested/WORKSPACE.bazel",
+            "WORKSPACE.bzlmod",
+            "m/MODULE.bazel",
+            "MODULE.bazel.lock",
+            "r/REPO.bazel",
+        ]
+        plain = ["lib/calc.py", "tools/bazel.md", "docs/bazel", "lib/bazelrc.py", "BUILD.bazel"]
+        self.assertEqual(applied_tree.control_paths(self.root, control + plain), control)
+        for path in control:
+            self.assertTrue(bazel.is_bazel_control(path), path)
+        for path in plain:
+            self.assertFalse(bazel.is_bazel_control(path), path)
+
+    def test_through_a_symlink_of_the_tree(self):
+        os.symlink("../../tools", self.root / "lib" / "hook" / "cfg")
+        os.symlink("../.bazelrc", self.root / "lib" / "rc.txt")
+        found = applied_tree.control_paths(
+            self.root, ["lib/hook/cfg/bazel", "lib/rc.txt", "lib/hook/ok.py"]
+        )
+        self.assertEqual(found, ["lib/hook/cfg/bazel", "lib/rc.txt"])
+
+    def test_outside_the_workspace_or_in_a_loop_never_hangs(self):
+        """A path through a link out of the tree counts; a loop ends resolution, no hang."""
+        os.symlink("/usr/bin", self.root / "lib" / "out")
+        os.symlink("loop_b", self.root / "lib" / "loop_a")
+        os.symlink("loop_a", self.root / "lib" / "loop_b")
+        found = applied_tree.control_paths(
+            self.root, ["lib/out/bazel", "lib/loop_a/x", "lib/loop_a", "lib/fine.py"]
+        )
+        self.assertEqual(found, ["lib/out/bazel"])
+        os.symlink(".", self.root / "lib" / "self")
+        self.assertEqual(
+            applied_tree.control_paths(self.root, ["lib/self/self/.bazelrc"]),
+            ["lib/self/self/.bazelrc"],
+        )
+
+
+if __name__ == "__main__":
+    absltest.main()

@@ -1,0 +1,53 @@
+"""Entry point of the PropertyDoubleRun action: run a property twice, write the result."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from agent_gate.actions import runner
+from agent_gate.formats import run_result
+
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(fromfile_prefix_chars="@", description=__doc__)
+    parser.add_argument("--property_id", required=True)
+    parser.add_argument("--label", required=True)
+    parser.add_argument("--executable", required=True, type=Path)
+    parser.add_argument("--workspace", required=True)
+    parser.add_argument("--timeout_seconds", required=True, type=float)
+    parser.add_argument("--run_id", default="")
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--log", action="append", type=Path, required=True)
+    parser.add_argument("--repo_root", type=Path, default=Path("."))
+    parser.add_argument("fixture_paths", nargs="*")
+    return parser.parse_intermixed_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = _arguments(argv)
+    if len(args.log) != 2:
+        print("run_property: need exactly two --log paths", file=sys.stderr)
+        return 2
+    spec = runner.RunSpec(
+        property_id=args.property_id,
+        label=args.label,
+        executable=args.executable.absolute(),
+        workspace=args.workspace,
+        timeout_seconds=args.timeout_seconds,
+        run_id=args.run_id,
+        repo_root=args.repo_root,
+        fixture_paths=tuple(args.fixture_paths),
+    )
+    double_run = runner.run_twice(spec, args.log)
+    # Write then rename, so a killed runner leaves no half-written result.
+    partial = args.out.with_name(args.out.name + ".partial")
+    partial.write_text(run_result.to_text(double_run), encoding="utf-8")
+    os.replace(partial, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""The `agent-gate` commands: score, freeze, admit, catalog, seal."""

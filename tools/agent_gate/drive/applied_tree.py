@@ -1,0 +1,86 @@
+"""Guards that read the applied tree, not the patch's strings.
+
+After `git apply --index` in the scoring worktree, git's own reading of what
+changed (`worktree.staged_changes`) must name exactly the paths the patch reader
+found: any disagreement means one of them misread a name, and the gate would be
+told of another file than the one git edited (fail closed). Then, before Bazel
+runs on the patched tree, two kinds of change go to review:
+
+* a symlink the patch adds, changes, retargets or replaces (mode 120000 on either
+  side): a symlink is configuration, and can make a guarded file reachable under
+  an unguarded name (`tools -> dir/with/a/bazel`, `tools -> /usr/bin`);
+* a touched path that is, or resolves through the tree's symlinks to, a file Bazel
+  reads to configure itself (`bazel.is_bazel_control`), or resolves outside the
+  workspace.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from agent_gate.core.locality import normalize_path
+from agent_gate.drive import bazel
+from agent_gate.drive.exit_codes import CliError
+from agent_gate.drive.worktree import StagedChange
+
+_SHOWN = 5
+
+
+def _normal(path: str) -> str:
+    try:
+        return normalize_path(path)
+    except ValueError:
+        return path
+
+
+def cross_check(touched: Sequence[str], changes: Sequence[StagedChange]) -> None:
+    """CliError unless git changed exactly the paths the patch reader found."""
+    read = {_normal(path) for path in touched}
+    applied = {change.path for change in changes}
+    if read == applied:
+        return
+    only_read = sorted(read - applied)[:_SHOWN]
+    only_git = sorted(applied - read)[:_SHOWN]
+    raise CliError(
+        "the patch reader and git disagree about which files the patch touches "
+        f"(only the reader: {only_read or 'none'}; only git: {only_git or 'none'}); the gate "
+        "would be told of other files than those git changed, so nothing is scored (fail "
+        "closed). Send a plain `git diff --binary` with `diff --git` headers"
+    )
+
+
+def symlink_changes(changes: Sequence[StagedChange]) -> list[str]:
+    """Paths whose symlink the patch adds, changes, retargets or replaces."""
+    return [change.path for change in changes if change.symlink]
+
+
+def control_paths(workspace: Path, touched: Sequence[str]) -> list[str]:
+    """Touched paths that configure Bazel, by name or by where they resolve.
+
+    Resolution is the tree's own (os.path.realpath: symlink loops end it, they do
+    not hang it); a path that resolves outside the workspace counts too.
+    """
+    root = Path(os.path.realpath(workspace))
+    parents: dict[str, Path] = {}
+    found: list[str] = []
+    for path in touched:
+        normal = _normal(path)
+        if bazel.is_bazel_control(normal):
+            found.append(path)
+            continue
+        folder, _, name = normal.rpartition("/")
+        try:
+            if folder not in parents:
+                parents[folder] = Path(os.path.realpath(workspace / folder))
+            resolved = parents[folder] / name
+            if resolved.is_symlink():
+                resolved = Path(os.path.realpath(resolved))
+            relative = resolved.relative_to(root).as_posix()
+        except (OSError, ValueError):
+            found.append(path)  # it resolves outside the workspace, or cannot be resolved
+            continue
+        if relative != normal and bazel.is_bazel_control(relative):
+            found.append(path)
+    return found

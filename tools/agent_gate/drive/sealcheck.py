@@ -1,0 +1,49 @@
+"""Every sealed fixture tree of a checkout, sealed on the real filesystem and compared.
+
+This is "seal before the patch is applied" (docs/article.md): `seal.seal_tree` over the
+tree as `find` would walk it from the workspace root, against the committed seal
+file. A seal file that cannot be read is a configuration error (CliError); a
+mismatch is data (`drifted`): the base tree drifted, a fixture fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from agent_gate.core import quorum
+from agent_gate.drive.exit_codes import CliError
+from agent_gate.formats import seal
+from proto import agent_gate_pb2
+
+
+def check(
+    workspace: Path, trees: Sequence[agent_gate_pb2.FixtureTree]
+) -> tuple[quorum.FixtureSeal, ...]:
+    """The expected and actual seal of each tree, relative to `workspace`."""
+    seals: list[quorum.FixtureSeal] = []
+    for tree in trees:
+        try:
+            expected = seal.read_seal_file(workspace / tree.seal_file)
+            actual = seal.seal_tree(workspace, tree.root)
+        except seal.SealError as error:
+            raise CliError(
+                f"fixture tree {tree.root} ({tree.label or 'sealed_fixtures'}): {error}"
+            ) from None
+        seals.append(
+            quorum.FixtureSeal(
+                root=tree.root, seal_file=tree.seal_file, expected=expected, actual=actual
+            )
+        )
+    return tuple(seals)
+
+
+def drifted(seals: Sequence[quorum.FixtureSeal]) -> list[quorum.FixtureSeal]:
+    return [tree for tree in seals if tree.expected != tree.actual]
+
+
+def describe(tree: quorum.FixtureSeal) -> str:
+    return (
+        f"{tree.root}: committed seal {tree.seal_file} says {(tree.expected or '?')[:12]}, "
+        f"the tree seals to {(tree.actual or '?')[:12]}"
+    )
