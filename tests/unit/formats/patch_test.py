@@ -867,7 +867,9 @@ class FuzzTest(absltest.TestCase):
                 started = time.monotonic()
                 paths = _read_or_refuse(data)
                 seconds = time.monotonic() - started
-                self.assertLess(seconds, 20.0, f"{name}: {seconds:.1f}s for {len(data)} bytes")
+                # A hang detector, not a speed claim (bench/ measures speed): a quadratic
+                # reading takes hours on these inputs, a linear one seconds.
+                self.assertLess(seconds, 60.0, f"{name}: {seconds:.1f}s for {len(data)} bytes")
                 if name == "quotes":
                     self.assertIsNone(paths)
                 if name == "zip bomb":
@@ -1100,7 +1102,7 @@ class RealGitTest(absltest.TestCase):
 
 
 class ScaleTest(absltest.TestCase):
-    def test_fifty_thousand_files_read_fast(self):
+    def test_fifty_thousand_files_read_in_order(self):
         sections = []
         for index in range(50_000):
             name = f"pkg{index % 97}/dir{index % 13}/file_{index:05d}.txt"
@@ -1113,16 +1115,11 @@ class ScaleTest(absltest.TestCase):
             "diff --git a/ledger.txtpb b/ledger.txtpb\n--- a/ledger.txtpb\n+++ b/ledger.txtpb\n"
             "@@ -1 +1 @@\n-a\n+b\n",
         )
-        text = "".join(sections)
-        started = time.monotonic()
-        paths = touched_paths(text)
-        seconds = time.monotonic() - started
+        # How fast is bench's business; here, that a diff this large reads whole.
+        paths = touched_paths("".join(sections))
         self.assertLen(paths, 50_001)
         self.assertEqual(paths[31_337], "ledger.txtpb")
         self.assertEqual(paths[0], "pkg0/dir0/file_00000.txt")
-        # Well under a second on a laptop; the bound leaves room for a loaded CI core.
-        self.assertLess(seconds, 10.0, f"{seconds:.2f}s for 50,001 files")
-        print(f"touched_paths: 50,001 files ({len(text) / 1e6:.1f} MB) in {seconds:.2f}s")
 
 
 if __name__ == "__main__":
