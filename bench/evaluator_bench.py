@@ -21,12 +21,12 @@ from harness import TOOLS, BenchError, Check, Context, Section, Series, Table
 
 
 def _modules() -> tuple[ModuleType, ModuleType]:
-    """agent_gate.locality and agent_gate.quorum, with the generated proto importable."""
+    """agent_gate.core.locality and agent_gate.core.quorum, with the generated proto importable."""
     if str(TOOLS) not in sys.path:
         sys.path.insert(0, str(TOOLS))
-    importlib.import_module("agent_gate.protogen").ensure_proto_importable()
-    return importlib.import_module("agent_gate.locality"), importlib.import_module(
-        "agent_gate.quorum"
+    importlib.import_module("agent_gate.drive.protogen").ensure_proto_importable()
+    return importlib.import_module("agent_gate.core.locality"), importlib.import_module(
+        "agent_gate.core.quorum"
     )
 
 

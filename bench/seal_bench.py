@@ -1,4 +1,4 @@
-"""1. Seal throughput: `agent_gate.seal` vs the coreutils pipeline it must equal.
+"""1. Seal throughput: `agent_gate.formats.seal` vs the coreutils pipeline it must equal.
 
 Two generated trees, page cache warm (each command runs once untimed first):
 a large one (2 GiB in 4,000 files of mixed sizes, by default) and one of 200,000
@@ -141,7 +141,7 @@ def _measure_tree(ctx: Context, root: Path, tree: str, reps: int) -> TreeRuns:
     """Pipeline, ours, ours in one process (no workers): `reps` interleaved rounds, warmed up."""
     pipeline = ["bash", "-o", "pipefail", "-c", PIPELINE.format(tree=tree)]
     env = {**os.environ, "PYTHONPATH": str(TOOLS)}
-    ours = [PYTHON, "-m", "agent_gate.seal", tree, "--repo-root", root]
+    ours = [PYTHON, "-m", "agent_gate.formats.seal", tree, "--repo-root", root]
     commands = {"pipeline": pipeline, "ours": ours, "ours, one process": [*ours, "--workers", "1"]}
     expected = run(pipeline, cwd=root).stdout  # also warms the page cache
     runs = TreeRuns({name: [] for name in commands}, {name: [] for name in commands}, [], "")
@@ -198,7 +198,7 @@ def bench(ctx: Context) -> Section:
             "files",
             "bytes",
             "pipeline",
-            "agent_gate.seal",
+            "agent_gate.formats.seal",
             "ratio (range)",
             "ours MB/s",
             "pipeline MB/s",
@@ -289,8 +289,8 @@ def bench(ctx: Context) -> Section:
     ]
     section.commands = [
         PIPELINE.format(tree="TREE") + "    # run from the tree's parent",
-        f"PYTHONPATH={TOOLS} {PYTHON} -m agent_gate.seal TREE --repo-root . "
-        "[--workers 1]    # agent_gate.seal.seal_tree",
+        f"PYTHONPATH={TOOLS} {PYTHON} -m agent_gate.formats.seal TREE --repo-root . "
+        "[--workers 1]    # agent_gate.formats.seal.seal_tree",
         "openssl speed -evp sha256 -bytes 16384 -seconds "
         f"{plan.openssl_seconds}    # and with -multi {cores}",
     ]

@@ -6,12 +6,12 @@ Shared by `examples/demo.py` (the README's main command) and
 this checkout and commits it as the base; `ExampleWorkspace.score` then, for one
 case, resets the copy to that base, commits the case's ledger and drift, applies
 the patch with `git apply`, reads the touched paths from the patch
-(`agent_gate.patch`) and runs `bazel test //:agent_gate` with a fresh run id
-(`agent_gate.bazel`). One workspace path for every case keeps one Bazel server
+(`agent_gate.formats.patch`) and runs `bazel test //:agent_gate` with a fresh run id
+(`agent_gate.drive.bazel`). One workspace path for every case keeps one Bazel server
 and output base warm.
 
 Callers make `from proto import agent_gate_pb2` importable first
-(`agent_gate.protogen.ensure_proto_importable()`), with `tools/` on sys.path.
+(`agent_gate.drive.protogen.ensure_proto_importable()`), with `tools/` on sys.path.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class CaseResult:
 
     case: Case
     run: bazel.GateRun
-    touched: list[str]  # from the patch text (agent_gate.patch)
+    touched: list[str]  # from the patch text (agent_gate.formats.patch)
     git_paths: list[str]  # what git says the applied patch changed
     prepare_seconds: float
     gate_seconds: float

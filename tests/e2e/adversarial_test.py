@@ -744,7 +744,7 @@ _agree_with_the_fixture()
         It runs the real Bazel, then rewrites the gate's report to a promote, so
         no guard inside the gate can stop it: the check has to happen before
         Bazel runs. `score` sends such a diff to review without running Bazel
-        (and agent_gate.bazel.run_gate refuses to run on it at all).
+        (and agent_gate.drive.bazel.run_gate refuses to run on it at all).
         """
 
         def edit(root: Path) -> None:

@@ -1,4 +1,4 @@
-"""Tests for agent_gate.locality: prefix validation, per-component matching, the index."""
+"""Tests for agent_gate.core.locality: prefix validation, per-component matching, the index."""
 
 from absl.testing import absltest
 

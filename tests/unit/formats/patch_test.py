@@ -1,4 +1,4 @@
-"""agent_gate.patch: the names a patch gives its files, as git 2.39's `git apply` reads them.
+"""agent_gate.formats.patch: the names a patch gives its files, as git 2.39 reads them.
 
 The gate's guards (fixtures, seals, ledger, BUILD files, predicates, the rule set)
 see only the paths this module reports, so they must be exactly git's: the real

@@ -69,7 +69,7 @@ _SANDBOX_READY: set[str] = set()
 def ensure_sandbox(workspace: Path) -> None:
     """Once per workspace and command: the output base can be hidden, linux-sandbox runs.
 
-    Without them no build is started (fail closed, saying why); see agent_gate.sandbox.
+    Without them no build is started (fail closed, saying why); see agent_gate.drive.sandbox.
     """
     key = str(Path(workspace).absolute())
     if key in _SANDBOX_READY:

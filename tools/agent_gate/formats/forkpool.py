@@ -167,7 +167,7 @@ def ordered_results(
         fds += (report_r, report_w)
         outs: list[int] = []
         for worker in range(min(workers, len(tasks))):
-            outs.append(os.memfd_create("agent_gate.forkpool"))
+            outs.append(os.memfd_create("agent_gate.formats.forkpool"))
             fds.append(outs[-1])
             pid = os.fork()
             if pid == 0:

@@ -395,9 +395,9 @@ def read_seal_file(path: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agent_gate.seal DIR [--repo-root R]``: print the seal line."""
+    """``python -m agent_gate.formats.seal DIR [--repo-root R]``: print the seal line."""
     parser = argparse.ArgumentParser(
-        prog="agent_gate.seal",
+        prog="agent_gate.formats.seal",
         description="Print the fixture seal of DIR, as the coreutils pipeline would.",
     )
     parser.add_argument("tree", metavar="DIR", help="tree to seal, relative to the repo root")
@@ -409,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         digest = seal_tree(args.repo_root, args.tree, workers=args.workers)
     except SealError as err:
-        print(f"agent_gate.seal: {err}", file=sys.stderr)
+        print(f"agent_gate.formats.seal: {err}", file=sys.stderr)
         return 2
     sys.stdout.write(seal_line(digest))
     return 0
