@@ -26,6 +26,8 @@ PropertyInfo = provider(
         "test_packages": "list of repo-relative packages whose BUILD files declare the wrapped test (an alias and its target).",
         "package": "Repo-relative package whose BUILD file defines the property.",
         "timeout_seconds": "Per-run timeout of a double run.",
+        "test_args": "list of the wrapped test's command-line words, as `bazel test` passes them.",
+        "test_env": "dict of the wrapped test's `env`, as `bazel test` sets it.",
         "workspace_name": "Name of the workspace the wrapped test runs in (TEST_WORKSPACE).",
         "admission_mutants": "list of repo-relative patch files that must make the property fail twice.",
         "unsandboxed": "depset of `<label> (<why>)`: targets in the wrapped test's closure that would run unsandboxed.",
