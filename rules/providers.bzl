@@ -22,6 +22,7 @@ PropertyInfo = provider(
         "executable": "File: the property's test executable.",
         "runfiles": "runfiles of the executable.",
         "label": "Label of the property target.",
+        "test_label": "Label of the wrapped test, as the property names it.",
         "predicate_srcs": "list of repo-relative source paths of the wrapped test.",
         "test_packages": "list of repo-relative packages whose BUILD files declare the wrapped test (an alias and its target).",
         "package": "Repo-relative package whose BUILD file defines the property.",

@@ -199,6 +199,7 @@ def _gate_impl(ctx):
             "test_packages": info.test_packages,
             "package": info.package,
             "label": str(info.label),
+            "test": _test_target(info.test_label),
             "admission_mutants": info.admission_mutants,
         })
 

@@ -205,6 +205,7 @@ def _property_impl(ctx, strength, admission_mutants = []):
             executable = executable,
             runfiles = runfiles,
             label = ctx.label,
+            test_label = ctx.attr.test.label,
             predicate_srcs = predicate.paths,
             test_packages = predicate.packages,
             package = ctx.label.package,

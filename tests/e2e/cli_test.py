@@ -179,6 +179,19 @@ class CliTest(absltest.TestCase):
 
         cls._branch("mutants", declare_mutants)
 
+        def generator_failing_at_base(repo):
+            # The counter's test needs a generated file whose generator always fails:
+            # the base does not build it, whatever a patch does.
+            build = repo / "store" / "tests" / "BUILD.bazel"
+            text = build.read_text()
+            text = text.replace(
+                'data = ["//fixtures/replays"],', 'data = ["//fixtures/replays", ":generated"],'
+            )
+            text += 'genrule(name = "generated", outs = ["generated.txt"], cmd = "exit 1")\n'
+            build.write_text(text)
+
+        cls._branch("broken-base", generator_failing_at_base)
+
     @classmethod
     def _make_workspace_without_gate(cls):
         nogate = cls.nogate
@@ -295,6 +308,59 @@ class CliTest(absltest.TestCase):
                 self.assertUntouched()
                 seen.add(case["expect"])
         self.assertEqual(seen, set(EXIT), "the manifest covers every decision")
+
+    def _patch_of(self, name: str, edit) -> Path:
+        """A patch made with git diff from `edit(repo)` on main; the checkout is restored."""
+        edit(self.repo)
+        try:
+            text = _git(self.repo, "diff")
+        finally:
+            _git(self.repo, "checkout", "-q", "--", ".")
+        path = self.tmp / name
+        path.write_text(text)
+        return path
+
+    def test_a_patch_breaking_a_matched_tests_build_is_reject(self):
+        def rename_the_library(repo):
+            build = repo / "store" / "counters" / "BUILD.bazel"
+            build.write_text(build.read_text().replace('name = "counters"', 'name = "counter_lib"'))
+
+        patch = self._patch_of("break_build.patch", rename_the_library)
+        out = self.tmp / "break_build.json"
+        done = self.run_cli("score", "--patch", str(patch), "--report", str(out))
+        self.assertExit(done, 10, "agent_gate: reject", "breaks the build of the test of")
+        report = _report(out)
+        self.assertEqual(report.decision, "reject", report.reasons)
+        self.assertIn("which builds at the base", report.rule)
+        row = next(row for row in report.rows if row.property_id == COUNTER)
+        self.assertEqual((row.classification, row.vote), ("error", "no"))
+        (build,) = row.evidence
+        self.assertEqual((build.run_number, build.exit_code), (0, 1))
+        self.assertIn("//store/counters:counters", build.output_tail)
+        self.assertLessEqual(len(build.output_tail.encode()), 64 * 1024)
+        self.assertTrue(Path(build.log).is_file())
+        markdown = out.with_suffix(".md").read_text()
+        self.assertLess(markdown.index("### What to fix"), markdown.index("| property |"))
+        self.assertIn("build of its test: bazel build exit 1", markdown)
+        self.assertIn("//store/counters:counters", markdown)
+        junit = out.with_suffix(".xml").read_text()
+        self.assertIn('name="counter.monotonic_under_replay"', junit)
+        self.assertIn("//store/counters:counters", junit)
+        self.assertUntouched()
+
+    def test_a_build_break_the_base_shares_is_no_decision(self):
+        def comment_the_counter(repo):
+            counter = repo / "store" / "counters" / "counter.py"
+            counter.write_text(counter.read_text() + "# a comment\n")
+
+        patch = self._patch_of("comment_counter.patch", comment_the_counter)
+        out = self.tmp / "broken_base.json"
+        done = self.run_cli(
+            "score", "--patch", str(patch), "--base", "broken-base", "--report", str(out)
+        )
+        self.assertUsageError(done, "does not build", "either", "not the patch's")
+        self.assertFalse(out.exists(), "no report claims a decision")
+        self.assertUntouched()
 
     def test_fixture_fault_is_found_before_the_patch_is_applied(self):
         done, out = self.score("promote_refactor.patch", "--base", "drift")

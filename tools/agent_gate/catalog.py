@@ -115,6 +115,7 @@ def parse_config(data: Any) -> Catalog:
                 package=_string(row["package"], f"{where}.package"),
                 label=_string(row["label"], f"{where}.label"),
                 test_packages=_strings(row.get("test_packages", []), f"{where}.test_packages"),
+                test=_string(row.get("test", ""), f"{where}.test"),
             )
             properties.append(spec)
             declared = _strings(row.get("admission_mutants", []), f"{where}.admission_mutants")

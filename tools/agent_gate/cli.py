@@ -101,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument(
         "--base", type=_text, default="HEAD", help="revision to apply it to (default HEAD)"
     )
-    score.add_argument("--report", type=Path, default=None, help="write OUT.json and OUT.md")
+    score.add_argument(
+        "--report", type=Path, default=None, help="write OUT.json, OUT.md and OUT.xml (JUnit)"
+    )
     score.add_argument(
         "--override-ignore",
         type=_ids,

@@ -59,6 +59,7 @@ class PropertySpec:
     label: str = ""
     # Repo-relative packages whose BUILD files declare the wrapped test (an alias, its target).
     test_packages: tuple[str, ...] = ()
+    test: str = ""  # label of the wrapped test, as Bazel spells it on its command line
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,9 @@ class GateInputs:
     unsandboxed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # The digest of the path list the CLI sent (pathdigest); "" when no CLI sent one.
     changed_paths_sha256: str = ""
+    # Matched property id -> its test's label, for each test the patch broke the build
+    # of where the base built it (agent_gate/build_break.py); no property ran then.
+    build_broken: Mapping[str, str] = field(default_factory=dict)
 
 
 def _exits(outcome: RunOutcome) -> str:
@@ -515,12 +519,29 @@ def _vote(matched: bool, frozen: bool, classification: str) -> str:
     return "yes" if classification == "pass" else "no"
 
 
-def _note(spec: PropertySpec, row: agent_gate_pb2.Row, outcome: RunOutcome | None) -> str:
+def _frozen(row: agent_gate_pb2.Row) -> str:
+    return "; excluded by its open freeze" if row.vote == "excluded" else ""
+
+
+def _note(
+    spec: PropertySpec,
+    row: agent_gate_pb2.Row,
+    outcome: RunOutcome | None,
+    broken: str | None = None,
+    build_stopped: bool = False,
+) -> str:
     if not row.matched:
         return "not matched: no changed path under its locality; not voting"
     ran = f"{row.classification}, {_exits(outcome)}" if outcome else "no run outcome"
+    if broken is not None:
+        return (
+            f"the patch breaks the build of its test {broken}, which builds at the base: fix "
+            f"the build (Bazel's error is in the evidence); not a pass{_frozen(row)}"
+        )
     if row.vote == "excluded":
         return f"excluded: open freeze; not a pass ({ran})"
+    if row.classification == "not_run" and build_stopped:
+        return "not run: the build stopped at a matched property's broken test; not a pass"
     if row.classification == "not_run":
         return "not run: its test's closure would run outside the sandbox; not a pass"
     if outcome is None:
@@ -544,9 +565,15 @@ class _Tally:
     strong_failed: list[str] = field(default_factory=list)
     weak_failed: list[str] = field(default_factory=list)
     flaked: list[str] = field(default_factory=list)
+    build_broken: list[str] = field(default_factory=list)
 
     def count(
-        self, spec: PropertySpec, frozen: bool, row: agent_gate_pb2.Row, outcome: RunOutcome | None
+        self,
+        spec: PropertySpec,
+        frozen: bool,
+        row: agent_gate_pb2.Row,
+        outcome: RunOutcome | None,
+        broken: str | None = None,
     ) -> None:
         if not row.matched:
             return
@@ -556,7 +583,11 @@ class _Tally:
             self.strong_matched.append(spec.id)
             if not frozen:
                 self.strong_voting.append(spec.id)
-        if frozen or outcome is None:
+        if frozen:
+            return
+        if row.classification == "error" and broken is not None:
+            self.build_broken.append(f"{spec.strength} property {spec.id} ({broken})")
+        if outcome is None:
             return
         if row.classification == "flake":
             self.flaked.append(f"{spec.strength} property {spec.id} split ({_exits(outcome)})")
@@ -583,10 +614,18 @@ def _fill_row(
         row.ledger_state = "retired"
     frozen = row.ledger_state == "open"
     outcome = inputs.outcomes.get(spec.id) if row.matched else None
+    broken = inputs.build_broken.get(spec.id) if row.matched else None
+    # A broken test whose property votes stops the build for a reason that rejects;
+    # any other property without an outcome is then not run, not an error.
+    blamed = [pid for pid in inputs.build_broken if pid in matched and pid not in ledger.open_ids]
     if not row.matched:
         row.classification = "not_run"
+    elif outcome is None and broken is not None:
+        row.classification = "error"
     elif outcome is None and spec.id in inputs.unsandboxed:
         row.classification = "not_run"  # never built: the unsandboxed reason says why
+    elif outcome is None and blamed:
+        row.classification = "not_run"
     elif outcome is None:
         row.classification = "error"
         errors.append(
@@ -605,7 +644,7 @@ def _fill_row(
             f"property {spec.id} reads fixture tree {_names(unsealed)} but no seal "
             "was given for it; declare it with sealed_fixtures"
         )
-    row.note = _note(spec, row, outcome)
+    row.note = _note(spec, row, outcome, broken, build_stopped=bool(blamed))
     return frozen
 
 
@@ -662,6 +701,11 @@ def _reasons(
             "review: no strong property's locality overlaps the diff "
             f"({_plural(len(inputs.changed_paths), 'changed path')}); do not invent a "
             "locality, hand the diff to a reviewer"
+        )
+    if tally.build_broken:
+        reasons["reject"].append(
+            f"reject: the patch breaks the build of the test of {_names(tally.build_broken)}, "
+            "which builds at the base; fix the build (Bazel's error is in the report)"
         )
     if tally.strong_failed:
         noun = "property" if len(tally.strong_failed) == 1 else "properties"
@@ -744,7 +788,8 @@ def evaluate(inputs: GateInputs) -> agent_gate_pb2.GateReport:
     for spec in inputs.catalog:
         row = report.rows.add(property_id=spec.id, strength=spec.strength, label=spec.label)
         frozen = _fill_row(row, spec, inputs, context, errors)
-        tally.count(spec, frozen, row, inputs.outcomes.get(spec.id))
+        broken = inputs.build_broken.get(spec.id) if row.matched else None
+        tally.count(spec, frozen, row, inputs.outcomes.get(spec.id), broken)
 
     reasons = _reasons(
         inputs,
