@@ -12,9 +12,10 @@ from proto import agent_gate_pb2
 SEAL = "416d960d4898a0da240b55f5ae292c791583126bb0cb12867f156e79aad8bab1"
 
 
-def _result(property_id: str, codes=(0, 0), isolated=True, interfaces=("lo",)) -> str:
+def _result(property_id: str, codes=(0, 0), isolated=True, interfaces=("lo",), run_id="r") -> str:
     result = agent_gate_pb2.RunResult(
         property_id=property_id,
+        run_id=run_id,
         classification="pass",
         network_blocked=set(interfaces) <= {"lo"},
         network_interfaces=interfaces,
@@ -35,6 +36,9 @@ class GateLoadTest(absltest.TestCase):
         }
 
     def _load(self) -> agent_gate_pb2.GateReport:
+        return quorum.evaluate(self._loaded().inputs)
+
+    def _loaded(self) -> gate.LoadedGate:
         for name, text in self.files.items():
             path = self.dir / name
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -76,7 +80,7 @@ class GateLoadTest(absltest.TestCase):
             "override": {"by": "", "ignored_ids": []},
             "run_id": "r",
         }
-        return quorum.evaluate(gate.load(config, resolve).inputs)
+        return gate.load(config, resolve)
 
     def assert_fails_closed(self, report, *needles):
         self.assertNotEqual(report.decision, "promote")
@@ -89,6 +93,14 @@ class GateLoadTest(absltest.TestCase):
         report = self._load()
         self.assertEqual(report.decision, "promote", report.reasons)
         self.assertEmpty(report.errors)
+
+    def test_runs_of_this_run_id_are_fresh(self):
+        self.assertTrue(self._loaded().runs_fresh)
+
+    def test_a_run_result_of_another_run_id_is_not_fresh_and_fails_closed(self):
+        self.files["ws/p.result.txtpb"] = _result("p", run_id="an-earlier-run")
+        self.assertFalse(self._loaded().runs_fresh)
+        self.assert_fails_closed(self._load(), "'an-earlier-run'", "not fresh")
 
     def test_unparseable_ledger_names_file_and_line(self):
         self.files["ws/ledger.txtpb"] = "# c\nfreeze {\n  property_id: 'p'\n  state: open\n}\n"

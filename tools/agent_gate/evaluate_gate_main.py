@@ -52,6 +52,7 @@ def main(argv: list[str]) -> int:
     loaded = gate.load_file(config, resolve)
     evaluate = full_pass.evaluate if loaded.mode == "full_strong_pass" else quorum.evaluate
     result = evaluate(loaded.inputs)
+    result.runs_fresh = loaded.runs_fresh
     evidence.attach(result, loaded.results, loaded.logs, loaded.log_names)
     contradictions = promote_check.promote_problems(result)
     if contradictions:

@@ -30,6 +30,8 @@ class LoadedGate:
     results: dict[str, agent_gate_pb2.RunResult] = field(default_factory=dict)
     # How each property's run logs are named for people: bazel-bin/..., by property id.
     log_names: dict[str, list[str]] = field(default_factory=dict)
+    # Every run result was written for this invocation's run id (and there was one).
+    runs_fresh: bool = False
 
 
 def parse_result(
@@ -133,12 +135,22 @@ def load(config: dict[str, Any], resolve: Resolve) -> LoadedGate:
     logs: dict[str, list[Path]] = {}
     results: dict[str, agent_gate_pb2.RunResult] = {}
     log_names: dict[str, list[str]] = {}
+    run_id = config["run_id"]
+    fresh = bool(run_id) and bool(config["results"])
     for property_id, files in config["results"].items():
         result, problem = parse_result(resolve(files["result"]), property_id)
         outcome = None
         if result is not None:
             results[property_id] = result
             outcome, problem = _trusted_outcome(result, property_id)
+        if result is not None and result.run_id != run_id and not problem:
+            # Its action did not run in this invocation: a verdict from another one.
+            problem = (
+                f"{property_id}: its run result carries run id {result.run_id!r}, not this "
+                f"invocation's {run_id!r}: the runs are not fresh; re-run with a new run id"
+            )
+            outcome = None
+        fresh = fresh and result is not None and result.run_id == run_id
         if outcome is not None:
             outcomes[property_id] = outcome
         if problem:
@@ -163,7 +175,6 @@ def load(config: dict[str, Any], resolve: Resolve) -> LoadedGate:
         override = quorum.Override(
             by=override_config["by"], ignored_ids=tuple(override_config["ignored_ids"])
         )
-    run_id = config["run_id"]
     if not run_id:
         # Bazel re-runs no action whose inputs did not change: without a fresh run id the
         # double runs would be an earlier invocation's, a verdict served from a cache.
@@ -197,6 +208,7 @@ def load(config: dict[str, Any], resolve: Resolve) -> LoadedGate:
         logs=logs,
         results=results,
         log_names=log_names,
+        runs_fresh=fresh,
     )
 
 
