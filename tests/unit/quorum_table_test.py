@@ -811,5 +811,29 @@ class BuildBreakTest(absltest.TestCase):
         self.assertNotIn("breaks the build", " ".join(report.reasons))
 
 
+class FixtureEditTest(absltest.TestCase):
+    """A review of a fixture edit says what merging it does to the seal, and how to reseal."""
+
+    def test_a_tree_edited_without_its_seal_is_left_stale(self):
+        report = gate(["store/counters/counter.py", "fixtures/replays/day1.json"])
+        self.assertEqual(report.decision, "review")
+        (stale,) = [r for r in report.reasons if "seal is stale" in r]
+        self.assertIn("fixtures/replays (seal file fixtures/replays.seal)", stale)
+        self.assertIn("agent-gate seal ROOT > SEAL_FILE", stale)
+        self.assertIn("update_seal", stale)
+        self.assertFalse([r for r in report.reasons if "new seal is the tree's" in r])
+
+    def test_a_tree_edited_with_its_seal_asks_for_a_check(self):
+        report = gate(["fixtures/replays/day1.json", "fixtures/replays.seal"])
+        self.assertEqual(report.decision, "review")
+        self.assertFalse([r for r in report.reasons if "seal is stale" in r])
+        (resealed,) = [r for r in report.reasons if "new seal is the tree's" in r]
+        self.assertIn("fixtures/replays (seal file fixtures/replays.seal)", resealed)
+
+    def test_an_untouched_tree_says_nothing_of_its_seal(self):
+        report = gate(["store/counters/counter.py"])
+        self.assertFalse([r for r in report.reasons if "seal" in r], report.reasons)
+
+
 if __name__ == "__main__":
     absltest.main()

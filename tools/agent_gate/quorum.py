@@ -325,6 +325,10 @@ class _Fixtures:
     touched: set[str]  # every guarded prefix the diff touched
     faults: list[str]
     guarded_paths: set[str]  # the touched paths a guard caught
+    # Sealed trees the diff edits without their seal file (merged: a stale seal),
+    # and those it edits together with it (the new seal needs a human's check).
+    stale: list[str] = field(default_factory=list)
+    resealed: list[str] = field(default_factory=list)
 
     def status_of(self, root: str) -> str | None:
         """Status of the sealed tree holding `root` (the root itself or an ancestor)."""
@@ -414,6 +418,9 @@ def _scan_diff(
     fixtures = _Fixtures([], {}, touched, [], guarded_set)
     for seal, root, seal_file in seals:
         hit = root in touched or seal_file in touched
+        if root in touched:
+            where = f"{root} (seal file {seal.seal_file})"
+            (fixtures.resealed if seal_file in touched else fixtures.stale).append(where)
         status = "touched" if hit else _compare(seal)
         if root is not None:
             fixtures.status_by_root[root] = status
@@ -683,6 +690,20 @@ def _reasons(
         reasons["review"].append(
             f"review: the diff touches what an agent may not touch: {_names(guarded)}; "
             "a human must look"
+        )
+    if fixtures.stale:
+        reasons["review"].append(
+            f"review: the diff edits the sealed fixture tree {_names(fixtures.stale)} but not "
+            "its seal file: merged as it is, the committed seal is stale and every later score "
+            "is fixture_fault until it is resealed; reseal in the same change, from the "
+            "workspace root: `agent-gate seal ROOT > SEAL_FILE` (or `bazel run` the tree's "
+            "`<name>.update_seal` target)"
+        )
+    if fixtures.resealed:
+        reasons["review"].append(
+            f"review: the diff edits the sealed fixture tree {_names(fixtures.resealed)} and "
+            "its seal file together: a human must check that the new seal is the tree's "
+            "(`agent-gate seal ROOT`) and that the fixtures should change"
         )
     if unsandboxed:
         reasons["review"].append(
