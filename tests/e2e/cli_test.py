@@ -362,6 +362,17 @@ class CliTest(absltest.TestCase):
         self.assertFalse(out.exists(), "no report claims a decision")
         self.assertUntouched()
 
+    def test_keep_runs_bounds_the_run_folders(self):
+        done, out = self.score("promote_refactor.patch", "--keep-runs", "2", report="keep.json")
+        self.assertExit(done, 0)
+        runs = [path.name for path in (self.state() / "runs").iterdir()]
+        self.assertLen(runs, 2, runs)
+        self.assertIn(_report(out).run_id, runs)
+        refused = self.run_cli(
+            "score", "--patch", str(PATCHES / "promote_refactor.patch"), "--keep-runs", "0"
+        )
+        self.assertExit(refused, 2, "keeps no run")
+
     def test_fixture_fault_is_found_before_the_patch_is_applied(self):
         done, out = self.score("promote_refactor.patch", "--base", "drift")
         self.assertExit(done, 13, "fixture drift before apply", "the patch is not applied")

@@ -62,6 +62,7 @@ class ScoreOptions:
     report: Path | None = None
     override_ignore: tuple[str, ...] = ()
     override_by: str | None = None
+    keep_runs: int = worktree.DEFAULT_KEPT_RUNS
 
 
 def read_candidate(path: Path, directory: str = "") -> tuple[bytes, list[str]]:
@@ -445,6 +446,8 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
         f"= {base[:12]} in {repo.workspace}"
     )
     with worktree.locked(repo, progress):
+        # Room for this score's own run folder among the newest `keep_runs`.
+        worktree.prune_runs(work.parent, options.keep_runs - 1, progress)
         with progress.timed("worktree"):
             workspace = worktree.prepare(repo, base, progress)
         # Read once: a diff that could change it (WORKSPACE) is never applied.
