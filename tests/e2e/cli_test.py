@@ -405,8 +405,11 @@ class CliTest(absltest.TestCase):
         base = _ledger_branch(all_open)
         done, out = self.score(all_open["patch"], "--base", base)
         self.assertExit(done, 14, "agent_gate: stop_queue")
-        # The ledger alone decides: no property ran, and the rows say so.
+        # The ledger alone decides: no property ran, and the report and the rows say so.
         self.assertIn("nothing is run", done.stderr)
+        self.assertIn("  runs: no property ran", done.stdout)
+        self.assertIn("no property ran", out.with_suffix(".md").read_text())
+        self.assertFalse(_report(out).runs_fresh)
         for row in _report(out).rows:
             self.assertEqual(list(row.exit_codes), [], row.property_id)
             self.assertIn("no property ran", row.note)

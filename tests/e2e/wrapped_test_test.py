@@ -110,6 +110,7 @@ class _Lane:
         evidence = "\n".join(item.output_tail for item in row.evidence)
         self.assertEqual(list(row.exit_codes), [0, 0], evidence)
         self.assertEqual(run.decision, "promote", list(run.report.reasons))
+        self.assertTrue(run.report.runs_fresh, "the runs are this run id's own")
         runs = self.workspace / "bazel-bin" / "agent_gate.runs"
         for number in (1, 2):
             log = (runs / f"wrapped.needs_args.run{number}.log").read_text()
