@@ -213,7 +213,13 @@ class CliTest(absltest.TestCase):
             (line for line in done.stderr.splitlines() if "timing:" in line), "(no timing line)"
         )
         print(f"agent-gate score ({name}): {seconds:.1f}s wall; {timing}", file=sys.stderr)
-        return {"done": done, "seconds": seconds, "report": out, "timing": timing}
+        # Read now: later scores prune old run folders (--keep-runs).
+        logs = cls.state() / "runs" / _report(out).run_id if out.is_file() else None
+        texts = {
+            name: (logs / name).read_text() if logs and (logs / name).is_file() else ""
+            for name in ("catalog.log", "bazel.log")
+        }
+        return {"done": done, "seconds": seconds, "report": out, "timing": timing, "logs": texts}
 
     @classmethod
     def env(cls, **extra: str) -> dict:
@@ -274,11 +280,10 @@ class CliTest(absltest.TestCase):
         self.assertLess(self.second["seconds"], self.first["seconds"] + 5)
         # One analysis per score: the catalog build runs under the gate's coming flags,
         # so only it finds them changed; the gate's run after the patch is incremental.
-        run_id = _report(self.second["report"]).run_id
-        logs = self.state() / "runs" / run_id
+        logs = self.second["logs"]
         dropped = "discarding analysis cache"
-        self.assertIn(dropped, (logs / "catalog.log").read_text())
-        self.assertNotIn(dropped, (logs / "bazel.log").read_text())
+        self.assertIn(dropped, logs["catalog.log"])
+        self.assertNotIn(dropped, logs["bazel.log"])
         self.assertUntouched()
 
     def test_every_manifest_case_exits_with_its_decision_code(self):
