@@ -818,6 +818,7 @@ class FixtureEditTest(absltest.TestCase):
         report = gate(["store/counters/counter.py", "fixtures/replays/day1.json"])
         self.assertEqual(report.decision, "review")
         (stale,) = [r for r in report.reasons if "seal is stale" in r]
+        self.assertTrue(stale.startswith("review: the diff touches what an agent may not touch"))
         self.assertIn("fixtures/replays (seal file fixtures/replays.seal)", stale)
         self.assertIn("agent-gate seal ROOT > SEAL_FILE", stale)
         self.assertIn("update_seal", stale)

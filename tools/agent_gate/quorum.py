@@ -655,6 +655,26 @@ def _fill_row(
     return frozen
 
 
+def _seal_advice(fixtures: _Fixtures) -> str:
+    """What merging a fixture edit does to its seal, for the reviewer (guard reason's tail)."""
+    advice = ""
+    if fixtures.stale:
+        advice += (
+            f". It edits the sealed fixture tree {_names(fixtures.stale)} but not its seal "
+            "file: merged as it is, the committed seal is stale and every later score is "
+            "fixture_fault until it is resealed; reseal in the same change, from the workspace "
+            "root: `agent-gate seal ROOT > SEAL_FILE` (or `bazel run` the tree's "
+            "`<name>.update_seal` target)"
+        )
+    if fixtures.resealed:
+        advice += (
+            f". It edits the sealed fixture tree {_names(fixtures.resealed)} and its seal file "
+            "together: check that the new seal is the tree's (`agent-gate seal ROOT`) and that "
+            "the fixtures should change"
+        )
+    return advice
+
+
 def _reasons(
     inputs: GateInputs,
     *,
@@ -689,21 +709,7 @@ def _reasons(
     if guarded:
         reasons["review"].append(
             f"review: the diff touches what an agent may not touch: {_names(guarded)}; "
-            "a human must look"
-        )
-    if fixtures.stale:
-        reasons["review"].append(
-            f"review: the diff edits the sealed fixture tree {_names(fixtures.stale)} but not "
-            "its seal file: merged as it is, the committed seal is stale and every later score "
-            "is fixture_fault until it is resealed; reseal in the same change, from the "
-            "workspace root: `agent-gate seal ROOT > SEAL_FILE` (or `bazel run` the tree's "
-            "`<name>.update_seal` target)"
-        )
-    if fixtures.resealed:
-        reasons["review"].append(
-            f"review: the diff edits the sealed fixture tree {_names(fixtures.resealed)} and "
-            "its seal file together: a human must check that the new seal is the tree's "
-            "(`agent-gate seal ROOT`) and that the fixtures should change"
+            f"a human must look{_seal_advice(fixtures)}"
         )
     if unsandboxed:
         reasons["review"].append(
