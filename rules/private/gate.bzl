@@ -107,6 +107,10 @@ def _double_run(ctx, target, info, run_id, runner):
     args.add("--workspace", info.workspace_name)
     args.add("--timeout_seconds", str(info.timeout_seconds))
     args.add("--run_id", run_id)
+
+    # `--name=value`, one argument each: a word may begin with `@` or `-`.
+    args.add_all(info.test_args, format_each = "--test_arg=%s")
+    args.add_all(["%s=%s" % (key, info.test_env[key]) for key in sorted(info.test_env)], format_each = "--test_env=%s")
     args.add("--out", result)
     for log in logs:
         args.add("--log", log)
@@ -186,6 +190,7 @@ def _gate_impl(ctx):
             "test_packages": info.test_packages,
             "package": info.package,
             "label": str(info.label),
+            "test": _test_target(info.test_label),
             "admission_mutants": info.admission_mutants,
         })
 

@@ -1,7 +1,7 @@
 """Macros behind the public API: defaults a BUILD file should not have to spell."""
 
 load(":gate.bzl", "agent_gate_test", "full_strong_pass_test")
-load(":property.bzl", "strong_property_test", "weak_property_test")
+load(":property.bzl", "strong_property_test", "test_timeout_seconds", "weak_property_test")
 load(":sealed_fixtures.bzl", "seal_updater", "sealed_fixtures_rule")
 
 def sealed_fixtures(name, seal = None, srcs = None, root = None, **kwargs):
@@ -100,56 +100,45 @@ def _declared_here(test):
         name = test[1:] if test.startswith(":") else test
     return native.existing_rule(name)
 
-# Bazel's test timeouts in seconds, by `timeout` and by the `size` that implies one.
-_TIMEOUT_SECONDS = {"short": 60, "moderate": 300, "long": 900, "eternal": 3600}
-_SIZE_TIMEOUT = {"small": "short", "medium": "moderate", "large": "long", "enormous": "eternal"}
-
-def _timeout_seconds(declared):
-    """The per-run timeout Bazel would give the declared test, or None if it cannot tell."""
-    timeout = declared.get("timeout") or _SIZE_TIMEOUT.get(declared.get("size") or "medium")
-    return _TIMEOUT_SECONDS.get(timeout)
-
 def _predicate_attributes(test):
-    """How the property learns the wrapped test's `srcs`, `args` and `env`.
+    """How the property learns the wrapped test's `srcs`, `args`, `env` and timeout.
 
     From the test's declaration when this package made it before the property, with
-    plain values; otherwise (another package, declared later, an `alias`, `select()`)
-    the rule's aspect reads them at analysis, which costs more. All three attributes are always
-    set here, so a BUILD file cannot hand the rule other values.
+    plain values and no `args`, `env` or `env_inherit`; otherwise (another package,
+    declared later, an `alias`, `select()`, a test with `args` or `env`, which are
+    expanded against the test's own dependencies) the rule's aspect reads them at
+    analysis, which costs more. Both attributes are always set here, so a BUILD file
+    cannot hand the rule other values.
     """
-    aspect_reads_them = {"predicate_srcs": [], "unforwarded_test_attributes": [], "predicate_test": test}
+    aspect_reads_them = {"predicate_srcs": [], "predicate_test": test}
     declared = _declared_here(test)
 
     # Only a test rule's own `srcs` are its predicate: an `alias` (which the aspect
     # sees through) or any other kind is left to the aspect.
     if declared == None or not declared.get("kind", "").endswith("_test"):
         return aspect_reads_them
-    srcs = declared.get("srcs") or []
-    args = declared.get("args") or []
-    env = declared.get("env") or {}
-    if (type(srcs) not in ("list", "tuple") or type(args) not in ("list", "tuple") or
-        type(env) != "dict" or [src for src in srcs if type(src) != "string"]):
-        return aspect_reads_them
-    attributes = {
-        "predicate_srcs": list(srcs),
-        "unforwarded_test_attributes": [key for key, value in (("args", args), ("env", env)) if value],
-        "predicate_test": None,
-    }
-    seconds = _timeout_seconds(declared)
+    attributes = dict(aspect_reads_them)
+    seconds = test_timeout_seconds(declared.get("timeout"), declared.get("size"))
     if seconds != None:
         attributes["timeout_seconds"] = seconds
+    srcs = declared.get("srcs") or []
+    if (type(srcs) not in ("list", "tuple") or [src for src in srcs if type(src) != "string"] or
+        declared.get("args") or declared.get("env") or declared.get("env_inherit")):
+        return attributes
+    attributes.update({"predicate_srcs": list(srcs), "predicate_test": None})
     return attributes
 
 def _wrap(test, kwargs):
     """Fills `kwargs` with what a property takes from the test it wraps.
 
     A timeout the BUILD file gives wins over the test's own. Properties are tagged
-    `manual`: `bazel test //...` runs each wrapped test once, as itself, not a second
-    time as its property; the gate runs the property.
+    `manual`: `bazel test //...` runs each wrapped test once, as itself, not a
+    second time as its property; the gate runs the property.
     """
     attributes = _predicate_attributes(test)
     if "timeout_seconds" in kwargs:
         attributes.pop("timeout_seconds", None)
+        attributes["timeout_set"] = True
     kwargs.update(attributes)
     kwargs["tags"] = _tagged(kwargs.get("tags"), ["manual"])
 

@@ -2,13 +2,17 @@
 
 load("//rules:providers.bzl", "PropertyInfo", "SealedFixturesInfo")
 load(":paths.bzl", "normalize_prefix", "prefix_error", "repo_relative")
+load(":test_invocation.bzl", "invocation")
 
 PredicateSourcesInfo = provider(
     doc = "What a property needs to know of the test it wraps.",
     fields = {
         "paths": "list of repo-relative `srcs`: the predicate a property runs.",
         "package": "repo-relative package of the BUILD file declaring the test (through an alias).",
-        "unforwarded": "attributes set on the test that a property cannot carry into its runs.",
+        "args": "the test's `args`, expanded and split into words as `bazel test` passes them.",
+        "env": "the test's `env`, expanded as `bazel test` sets it.",
+        "refusals": "what of the test's `args`, `env` and `env_inherit` a property cannot reproduce.",
+        "timeout_seconds": "the per-run timeout Bazel gives the test (its `timeout`, else its `size`).",
     },
 )
 
@@ -71,25 +75,60 @@ unsandboxed_targets_aspect = aspect(
           "gate can refuse (review) what it cannot force into the sandbox.",
 )
 
-def _predicate_sources_aspect_impl(_target, ctx):
+# Bazel's test timeouts in seconds, by `timeout` and by the `size` that implies one.
+TIMEOUT_SECONDS = {"short": 60, "moderate": 300, "long": 900, "eternal": 3600}
+SIZE_TIMEOUT = {"small": "short", "medium": "moderate", "large": "long", "enormous": "eternal"}
+
+def test_timeout_seconds(timeout, size):
+    """The per-run timeout Bazel gives a test of this `timeout` and `size`, or None."""
+    return TIMEOUT_SECONDS.get(timeout or SIZE_TIMEOUT.get(size or "medium", ""))
+
+def _location_targets(rule_attr):
+    """The test's dependencies a `$(location)` in its `args` or `env` may name."""
+    targets = []
+    for name in ("srcs", "deps", "data"):
+        value = getattr(rule_attr, name, None) or []
+        values = value if type(value) == "list" else [value]
+        targets.extend([item for item in values if type(item) == "Target"])
+    return targets
+
+def _predicate_sources_aspect_impl(target, ctx):
     paths = []
     if hasattr(ctx.rule.attr, "srcs"):
         for src in ctx.rule.files.srcs:
             if src.is_source:
                 paths.append(repo_relative(src))
-    unforwarded = [name for name in ("args", "env") if getattr(ctx.rule.attr, name, None)]
-    return [PredicateSourcesInfo(paths = paths, package = _target.label.package, unforwarded = unforwarded)]
+    invoked = invocation(
+        args = getattr(ctx.rule.attr, "args", None) or [],
+        env = getattr(ctx.rule.attr, "env", None) or {},
+        env_inherit = getattr(ctx.rule.attr, "env_inherit", None) or [],
+        # In an aspect, labels resolve against the test's own package, as Bazel does.
+        locator = struct(expand_location = ctx.expand_location, targets = _location_targets(ctx.rule.attr)),
+        variables = ctx.var,
+    )
+    return [PredicateSourcesInfo(
+        paths = paths,
+        package = target.label.package,
+        args = invoked.args,
+        env = invoked.env,
+        refusals = invoked.refusals,
+        timeout_seconds = test_timeout_seconds(
+            getattr(ctx.rule.attr, "timeout", None),
+            getattr(ctx.rule.attr, "size", None),
+        ),
+    )]
 
 # Bazel 4.2.3 charges about 0.1 ms of analysis per aspect application whatever it
 # does, more than the rest of a property; so the macro reads the test's declaration
 # when it can (`_predicate_attributes` in macros.bzl) and the aspect is the fallback.
 predicate_sources_aspect = aspect(
     implementation = _predicate_sources_aspect_impl,
-    doc = "Collects the `srcs` of the wrapped test, so a diff that edits them goes to review.",
+    doc = "Collects the wrapped test's `srcs` (a diff that edits them goes to review), and " +
+          "its `args`, `env` and timeout, which the double run reproduces.",
 )
 
 def _predicate(ctx):
-    """The wrapped test's repo-relative `srcs`, the packages declaring it, its unforwardable attributes."""
+    """What the property takes from the wrapped test: struct(paths, packages, args, env, refusals, timeout_seconds)."""
     packages = [ctx.attr.test.label.package]
     if ctx.attr.predicate_test:
         if ctx.attr.predicate_test.label != ctx.attr.test.label:
@@ -98,9 +137,27 @@ def _predicate(ctx):
         info = ctx.attr.predicate_test[PredicateSourcesInfo]
         if info.package not in packages:
             packages.append(info.package)
-        return info.paths, packages, info.unforwarded
-    paths = [repo_relative(src) for src in ctx.files.predicate_srcs if src.is_source]
-    return paths, packages, ctx.attr.unforwarded_test_attributes
+        return struct(
+            paths = info.paths,
+            packages = packages,
+            args = info.args,
+            env = info.env,
+            refusals = info.refusals,
+            timeout_seconds = info.timeout_seconds,
+        )
+
+    # The macro read the declaration: it has neither `args`, `env` nor `env_inherit`.
+    return struct(
+        paths = [repo_relative(src) for src in ctx.files.predicate_srcs if src.is_source],
+        packages = packages,
+        args = [],
+        env = {},
+        refusals = [],
+        timeout_seconds = None,
+    )
+
+# What Bazel gives a test of the default size, `medium`.
+_DEFAULT_TIMEOUT_SECONDS = 300
 
 def _validate(ctx, strength):
     if not ctx.attr.locality:
@@ -115,17 +172,18 @@ def _validate(ctx, strength):
     # Ids name output files and flags: letters, digits, '.', '_' and '-' only.
     if property_id in (".", "..") or [c for c in property_id.elems() if not (c.isalnum() or c in "._-")]:
         fail("%s: id %r may only use letters, digits, '.', '_' and '-' (e.g. \"counter.monotonic_under_replay\")." % (ctx.label, property_id))
-    if ctx.attr.timeout_seconds <= 0:
+    if ctx.attr.timeout_seconds < 0 or (ctx.attr.timeout_seconds == 0 and ctx.attr.timeout_set):
         fail("%s: timeout_seconds must be positive, got %d." % (ctx.label, ctx.attr.timeout_seconds))
     return property_id
 
 def _property_impl(ctx, strength, admission_mutants = []):
     property_id = _validate(ctx, strength)
-    predicate_srcs, test_packages, unforwarded = _predicate(ctx)
-    if unforwarded:
-        fail(("%s: the wrapped test %s sets `%s`, which a property cannot carry into its double " +
-              "run (the runs would differ from `bazel test`); move them into the test itself.") %
-             (ctx.label, ctx.attr.test.label, "` and `".join(unforwarded)))
+    predicate = _predicate(ctx)
+    if predicate.refusals:
+        fail(("%s: the double run cannot invoke the wrapped test %s as `bazel test` does: %s. " +
+              "Move what it needs into the test itself.") %
+             (ctx.label, ctx.attr.test.label, "; ".join(predicate.refusals)))
+    timeout_seconds = ctx.attr.timeout_seconds or predicate.timeout_seconds or _DEFAULT_TIMEOUT_SECONDS
     test_executable = ctx.executable.test
     executable = ctx.actions.declare_file(ctx.label.name)
     ctx.actions.symlink(output = executable, target_file = test_executable, is_executable = True)
@@ -147,14 +205,19 @@ def _property_impl(ctx, strength, admission_mutants = []):
             executable = executable,
             runfiles = runfiles,
             label = ctx.label,
-            predicate_srcs = predicate_srcs,
-            test_packages = test_packages,
+            test_label = ctx.attr.test.label,
+            predicate_srcs = predicate.paths,
+            test_packages = predicate.packages,
             package = ctx.label.package,
-            timeout_seconds = ctx.attr.timeout_seconds,
+            timeout_seconds = timeout_seconds,
+            test_args = predicate.args,
+            test_env = predicate.env,
             workspace_name = ctx.workspace_name,
             admission_mutants = [repo_relative(f) for f in admission_mutants],
             unsandboxed = ctx.attr.test[UnsandboxedTargetsInfo].targets,
         ),
+        # `bazel test` on the property itself sets the wrapped test's `env` too.
+        testing.TestEnvironment(predicate.env),
     ]
 
 def _strong_property_impl(ctx):
@@ -171,14 +234,11 @@ _ATTRS = {
         aspects = [unsandboxed_targets_aspect],
         doc = "The test target that is the predicate (`py_test`, `sh_test`, `go_test`, ...).",
     ),
-    # The wrapped test's `srcs`, `args` and `env`, which the macro reads from its
-    # declaration; or, when it cannot, `predicate_test` for the aspect to read.
+    # The wrapped test's `srcs`, which the macro reads from its declaration when it
+    # sets no `args`, `env` or `env_inherit`; otherwise `predicate_test` for the aspect.
     "predicate_srcs": attr.label_list(
         allow_files = True,
         doc = "Set by the macro: the wrapped test's `srcs`, as declared earlier in this package.",
-    ),
-    "unforwarded_test_attributes": attr.string_list(
-        doc = "Set by the macro: which of the wrapped test's `args` and `env` are set.",
     ),
     "predicate_test": attr.label(
         aspects = [predicate_sources_aspect],
@@ -195,9 +255,10 @@ _ATTRS = {
     ),
     "id": attr.string(doc = "Catalog id; default: the target name."),
     "timeout_seconds": attr.int(
-        default = 300,
-        doc = "Per-run timeout of the gate's double run; a run past it is killed and counts as a timeout.",
+        doc = "Per-run timeout of the gate's double run; a run past it is killed and counts as a " +
+              "timeout. 0: the wrapped test's own (its `timeout`, else its `size`), else 300.",
     ),
+    "timeout_set": attr.bool(doc = "Set by the macro: the BUILD file gave `timeout_seconds`."),
 }
 
 strong_property_test = rule(

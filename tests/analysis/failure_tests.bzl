@@ -192,31 +192,37 @@ def failure_test_suite(name):
         id = "resp/keys",
         message = _ID_FIX % "\"resp/keys\"",
     ))
-    tests.append(_property_case(
-        "wrapped_test_with_args_test",
-        strong_property,
-        test_override = "//tests/analysis/testdata:with_args_test",
-        message = "the wrapped test %s sets `args` and `env`, " % Label("//tests/analysis/testdata:with_args_test") +
-                  "which a property cannot carry into its double run (the runs would differ from " +
-                  "`bazel test`); move them into the test itself.",
-    ))
+    for subject, why in [
+        ("env_inherit_test", "`env_inherit` [\"HOME\"] (a run never sees the caller's environment)"),
+        ("unknown_variable_test", "`args` item \"--cc=$(NO_SUCH_VARIABLE)\": unknown Make variable `$(NO_SUCH_VARIABLE)`"),
+        ("runner_owned_env_test", "`env` key \"TEST_TMPDIR\" (the gate's runner sets it for each run)"),
+        ("unterminated_quote_test", "`args` item \"'open\": unterminated quotation"),
+    ]:
+        test = "//tests/analysis/testdata:" + subject
+        tests.append(_property_case(
+            "wrapped_" + subject,
+            strong_property,
+            test_override = test,
+            message = "the double run cannot invoke the wrapped test %s as `bazel test` does: %s. " % (Label(test), why) +
+                      "Move what it needs into the test itself.",
+        ))
 
-    # The same test declared in this package before its property: the macro reads
-    # `args` and `env` from the declaration instead of the aspect; same failure.
+    # Declared in this package before its property: the macro leaves a test with
+    # `env_inherit` to the aspect, which refuses it the same way.
     sh_test(
-        name = "here_with_args_test",
+        name = "here_env_inherit_test",
         srcs = ["here/check.sh"],
         args = ["--mode=strict"],
-        env = {"MODE": "strict"},
+        env_inherit = ["PATH"],
         tags = ["manual"],
     )
     tests.append(_property_case(
-        "wrapped_test_here_with_args_test",
+        "wrapped_test_here_env_inherit_test",
         weak_property,
-        test_override = ":here_with_args_test",
-        message = "the wrapped test %s sets `args` and `env`, " % Label("//tests/analysis:here_with_args_test") +
-                  "which a property cannot carry into its double run (the runs would differ from " +
-                  "`bazel test`); move them into the test itself.",
+        test_override = ":here_env_inherit_test",
+        message = "the double run cannot invoke the wrapped test %s as `bazel test` does: " % Label("//tests/analysis:here_env_inherit_test") +
+                  "`env_inherit` [\"PATH\"] (a run never sees the caller's environment). " +
+                  "Move what it needs into the test itself.",
     ))
     tests.append(_property_case(
         "timeout_zero_test",

@@ -268,6 +268,66 @@ def _same_package_cases():
         tests.append(":%s_info_test" % subject)
     return tests
 
+def _invocation_test_impl(ctx):
+    env = analysistest.begin(ctx)
+    info = analysistest.target_under_test(env)[PropertyInfo]
+    generated = [f for f in ctx.files.generated if f.basename == "generated_data.txt"][0]
+    expected_args = [
+        "--mode=strict",
+        "--data=tests/analysis/testdata/helper.py",
+        # `location` is the runfiles path for a test, as `bazel test` expands it.
+        "--gen=tests/analysis/testdata/generated_data.txt",
+        "two words",
+        "a\\b",
+        "",
+        "--exec=" + generated.path,
+        "--mode=" + ctx.var["COMPILATION_MODE"],
+        "$HOME",
+    ]
+    asserts.equals(env, expected_args, info.test_args, "test_args: expanded, then split into words")
+    asserts.equals(
+        env,
+        {"DATA": "tests/analysis/testdata/helper.py", "MODE": "strict 'kept'", "TZ": "Europe/Paris"},
+        info.test_env,
+        "test_env: expanded, never split",
+    )
+    asserts.equals(env, ctx.attr.expected_timeout_seconds, info.timeout_seconds, "timeout_seconds from the test's size")
+    return analysistest.end(env)
+
+invocation_test = analysistest.make(
+    _invocation_test_impl,
+    attrs = {
+        "generated": attr.label(allow_files = True),
+        "expected_timeout_seconds": attr.int(mandatory = True),
+    },
+)
+
+def _invocation_cases():
+    """A wrapped test's `args` and `env` reach PropertyInfo as `bazel test` would pass them."""
+    strong_property(
+        name = "with_args",
+        test = "//tests/analysis/testdata:with_args_test",
+        locality = ["tests/analysis/testdata"],
+        tags = ["manual"],
+    )
+    weak_property(
+        name = "with_args_own_timeout",
+        test = "//tests/analysis/testdata:with_args_test",
+        locality = ["tests/analysis/testdata"],
+        timeout_seconds = 5,
+        tags = ["manual"],
+    )
+    tests = []
+    for subject, seconds in [("with_args", 60), ("with_args_own_timeout", 5)]:
+        invocation_test(
+            name = subject + "_invocation_test",
+            target_under_test = ":" + subject,
+            generated = "//tests/analysis/testdata:generated_data",
+            expected_timeout_seconds = seconds,
+        )
+        tests.append(":%s_invocation_test" % subject)
+    return tests
+
 def provider_test_suite(name):
     """Declares the provider subjects and tests of this file, and a test_suite `name`.
 
@@ -372,5 +432,5 @@ def provider_test_suite(name):
             ":weak_property_info_test",
             ":sealed_fixtures_default_root_test",
             ":sealed_fixtures_explicit_root_test",
-        ] + _same_package_cases() + _timeout_cases(),
+        ] + _same_package_cases() + _timeout_cases() + _invocation_cases(),
     )

@@ -180,6 +180,19 @@ class CliTest(absltest.TestCase):
 
         cls._branch("mutants", declare_mutants)
 
+        def generator_failing_at_base(repo):
+            # The counter's test needs a generated file whose generator always fails:
+            # the base does not build it, whatever a patch does.
+            build = repo / "store" / "tests" / "BUILD.bazel"
+            text = build.read_text()
+            text = text.replace(
+                'data = ["//fixtures/replays"],', 'data = ["//fixtures/replays", ":generated"],'
+            )
+            text += 'genrule(name = "generated", outs = ["generated.txt"], cmd = "exit 1")\n'
+            build.write_text(text)
+
+        cls._branch("broken-base", generator_failing_at_base)
+
     @classmethod
     def _make_workspace_without_gate(cls):
         nogate = cls.nogate
@@ -201,7 +214,13 @@ class CliTest(absltest.TestCase):
             (line for line in done.stderr.splitlines() if "timing:" in line), "(no timing line)"
         )
         print(f"agent-gate score ({name}): {seconds:.1f}s wall; {timing}", file=sys.stderr)
-        return {"done": done, "seconds": seconds, "report": out, "timing": timing}
+        # Read now: later scores prune old run folders (--keep-runs).
+        logs = cls.state() / "runs" / _report(out).run_id if out.is_file() else None
+        texts = {
+            name: (logs / name).read_text() if logs and (logs / name).is_file() else ""
+            for name in ("catalog.log", "bazel.log")
+        }
+        return {"done": done, "seconds": seconds, "report": out, "timing": timing, "logs": texts}
 
     @classmethod
     def env(cls, **extra: str) -> dict:
@@ -262,11 +281,10 @@ class CliTest(absltest.TestCase):
         self.assertLess(self.second["seconds"], self.first["seconds"] + 5)
         # One analysis per score: the catalog build runs under the gate's coming flags,
         # so only it finds them changed; the gate's run after the patch is incremental.
-        run_id = _report(self.second["report"]).run_id
-        logs = self.state() / "runs" / run_id
+        logs = self.second["logs"]
         dropped = "discarding analysis cache"
-        self.assertIn(dropped, (logs / "catalog.log").read_text())
-        self.assertNotIn(dropped, (logs / "bazel.log").read_text())
+        self.assertIn(dropped, logs["catalog.log"])
+        self.assertNotIn(dropped, logs["bazel.log"])
         self.assertUntouched()
 
     def test_every_manifest_case_exits_with_its_decision_code(self):
@@ -296,6 +314,70 @@ class CliTest(absltest.TestCase):
                 self.assertUntouched()
                 seen.add(case["expect"])
         self.assertEqual(seen, set(EXIT), "the manifest covers every decision")
+
+    def _patch_of(self, name: str, edit) -> Path:
+        """A patch made with git diff from `edit(repo)` on main; the checkout is restored."""
+        edit(self.repo)
+        try:
+            text = _git(self.repo, "diff")
+        finally:
+            _git(self.repo, "checkout", "-q", "--", ".")
+        path = self.tmp / name
+        path.write_text(text)
+        return path
+
+    def test_a_patch_breaking_a_matched_tests_build_is_reject(self):
+        def rename_the_library(repo):
+            build = repo / "store" / "counters" / "BUILD.bazel"
+            build.write_text(build.read_text().replace('name = "counters"', 'name = "counter_lib"'))
+
+        patch = self._patch_of("break_build.patch", rename_the_library)
+        out = self.tmp / "break_build.json"
+        done = self.run_cli("score", "--patch", str(patch), "--report", str(out))
+        self.assertExit(done, 10, "agent_gate: reject", "breaks the build of the test of")
+        report = _report(out)
+        self.assertEqual(report.decision, "reject", report.reasons)
+        self.assertIn("which builds at the base", report.rule)
+        row = next(row for row in report.rows if row.property_id == COUNTER)
+        self.assertEqual((row.classification, row.vote), ("error", "no"))
+        (build,) = row.evidence
+        self.assertEqual((build.run_number, build.exit_code), (0, 1))
+        self.assertIn("//store/counters:counters", build.output_tail)
+        self.assertLessEqual(len(build.output_tail.encode()), 64 * 1024)
+        self.assertTrue(Path(build.log).is_file())
+        markdown = out.with_suffix(".md").read_text()
+        self.assertLess(markdown.index("### What to fix"), markdown.index("| property |"))
+        self.assertIn("build of its test: bazel build exit 1", markdown)
+        self.assertIn("//store/counters:counters", markdown)
+        junit = out.with_suffix(".xml").read_text()
+        self.assertIn('name="counter.monotonic_under_replay"', junit)
+        self.assertIn("//store/counters:counters", junit)
+        self.assertUntouched()
+
+    def test_a_build_break_the_base_shares_is_no_decision(self):
+        def comment_the_counter(repo):
+            counter = repo / "store" / "counters" / "counter.py"
+            counter.write_text(counter.read_text() + "# a comment\n")
+
+        patch = self._patch_of("comment_counter.patch", comment_the_counter)
+        out = self.tmp / "broken_base.json"
+        done = self.run_cli(
+            "score", "--patch", str(patch), "--base", "broken-base", "--report", str(out)
+        )
+        self.assertUsageError(done, "does not build", "either", "not the patch's")
+        self.assertFalse(out.exists(), "no report claims a decision")
+        self.assertUntouched()
+
+    def test_keep_runs_bounds_the_run_folders(self):
+        done, out = self.score("promote_refactor.patch", "--keep-runs", "2", report="keep.json")
+        self.assertExit(done, 0)
+        runs = [path.name for path in (self.state() / "runs").iterdir()]
+        self.assertLen(runs, 2, runs)
+        self.assertIn(_report(out).run_id, runs)
+        refused = self.run_cli(
+            "score", "--patch", str(PATCHES / "promote_refactor.patch"), "--keep-runs", "0"
+        )
+        self.assertExit(refused, 2, "keeps no run")
 
     def test_fixture_fault_is_found_before_the_patch_is_applied(self):
         done, out = self.score("promote_refactor.patch", "--base", "drift")
@@ -329,8 +411,11 @@ class CliTest(absltest.TestCase):
         base = _ledger_branch(all_open)
         done, out = self.score(all_open["patch"], "--base", base)
         self.assertExit(done, 14, "agent_gate: stop_queue")
-        # The ledger alone decides: no property ran, and the rows say so.
+        # The ledger alone decides: no property ran, and the report and the rows say so.
         self.assertIn("nothing is run", done.stderr)
+        self.assertIn("  runs: no property ran", done.stdout)
+        self.assertIn("no property ran", out.with_suffix(".md").read_text())
+        self.assertFalse(_report(out).runs_fresh)
         for row in _report(out).rows:
             self.assertEqual(list(row.exit_codes), [], row.property_id)
             self.assertIn("no property ran", row.note)

@@ -39,6 +39,9 @@ class GateLoadTest(absltest.TestCase):
         }
 
     def _load(self, mode: str = "gate") -> agent_gate_pb2.GateReport:
+        return quorum.evaluate(self._loaded(mode).inputs)
+
+    def _loaded(self, mode: str = "gate") -> evaluator_inputs.LoadedGate:
         for name, text in self.files.items():
             path = self.dir / name
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,7 +86,7 @@ class GateLoadTest(absltest.TestCase):
         # Through the one reader, as the evaluator reads the file the rule wrote.
         loaded = evaluator_inputs.load(gate_config.parse(json.dumps(config)), resolve)
         self.assertEqual(loaded.inputs.full_pass, mode == "full_strong_pass")
-        return quorum.evaluate(loaded.inputs)
+        return loaded
 
     def assert_fails_closed(self, report, *needles):
         self.assertNotEqual(report.decision, "promote")
@@ -96,6 +99,15 @@ class GateLoadTest(absltest.TestCase):
         report = self._load()
         self.assertEqual(report.decision, "promote", report.reasons)
         self.assertEmpty(report.errors)
+
+    def test_runs_of_this_run_id_are_fresh(self):
+        self.assertTrue(self._loaded().runs_fresh)
+
+    def test_a_run_result_of_another_run_id_is_not_fresh_and_fails_closed(self):
+        self.files["ws/p.result.txtpb"] = _result("p", run_id="an-earlier-run")
+        self.assertFalse(self._loaded().runs_fresh)
+        # A result left by an earlier invocation is not this invocation's measurement.
+        self.assert_fails_closed(self._load(), "run id 'r'", "'an-earlier-run'", "not fresh")
 
     def test_unparseable_ledger_names_file_and_line(self):
         self.files["ws/ledger.txtpb"] = "# c\nfreeze {\n  property_id: 'p'\n  state: open\n}\n"
@@ -127,11 +139,6 @@ class GateLoadTest(absltest.TestCase):
         self.assertEqual(report.decision, "promote", report.reasons)
         (row,) = report.rows
         self.assertEqual((row.matched, row.matched_by), (True, "(full strong pass)"))
-
-    def test_result_of_another_run_id_fails_closed(self):
-        # A result left by an earlier invocation is not this invocation's measurement.
-        self.files["ws/p.result.txtpb"] = _result("p", run_id="an-earlier-run")
-        self.assert_fails_closed(self._load(), "run id 'r'", "an-earlier-run")
 
     def test_result_of_another_property(self):
         self.files["ws/p.result.txtpb"] = _result("q")

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from absl.testing import absltest
@@ -146,6 +147,24 @@ class RunnerTest(absltest.TestCase):
         self.assertEqual(Path(first[7]).name, "ws")
         self.assertNotEqual(first[8], second[8], "each run needs a fresh TEST_TMPDIR")
         self.assertNotEqual(first[9], second[9], "each run needs a fresh HOME")
+
+    def test_the_tests_args_and_env_reach_it_as_bazel_passes_them(self):
+        body = (
+            '[[ $# -eq 3 && $1 == "two words" && $2 == "" && $3 == "@-x" ]] || exit 11\n'
+            "[[ $MODE == \"strict 'kept'\" && $TZ == Europe/Paris ]] || exit 12\n"
+            "[[ $TEST_TMPDIR == /tmp/agent_gate.run* ]] || exit 13"
+        )
+        spec = self._property(body)
+        bare = self._run(spec)
+        self.assertEqual([r.exit_code for r in bare.runs], [11, 11], "without them the test fails")
+        forwarded = replace(
+            spec,
+            test_args=("two words", "", "@-x"),
+            # A runner-owned name never gets through, even if the rules let it.
+            test_env=(("MODE", "strict 'kept'"), ("TZ", "Europe/Paris"), ("TEST_TMPDIR", "/x")),
+        )
+        result = self._run(forwarded)
+        self.assertEqual([r.exit_code for r in result.runs], [0, 0], result.runs)
 
     def test_megabytes_of_output_are_hashed_not_kept_in_memory(self):
         result = self._run(self._property("head -c 20000000 /dev/zero; exit 0"))

@@ -251,12 +251,12 @@ class GateDefinitionTest(absltest.TestCase):
 
 class PathsAndCodesTest(absltest.TestCase):
     def test_report_paths(self):
-        out, md = score.report_paths(Path("/tmp/out/r.json"), Path("/state"), "run")
-        self.assertEqual((out, md), (Path("/tmp/out/r.json"), Path("/tmp/out/r.md")))
-        out, md = score.report_paths(Path("/tmp/report"), Path("/state"), "run")
-        self.assertEqual(md, Path("/tmp/report.md"))
-        out, md = score.report_paths(None, Path("/state"), "run-7")
-        self.assertEqual((out, md), (Path("/state/run-7.json"), Path("/state/run-7.md")))
+        paths = score.report_paths(Path("/tmp/out/r.json"), Path("/state"), "run")
+        self.assertEqual(paths, tuple(Path("/tmp/out/r" + s) for s in (".json", ".md", ".xml")))
+        _, md, xml = score.report_paths(Path("/tmp/report"), Path("/state"), "run")
+        self.assertEqual((md, xml), (Path("/tmp/report.md"), Path("/tmp/report.xml")))
+        paths = score.report_paths(None, Path("/state"), "run-7")
+        self.assertEqual(paths, tuple(Path("/state/run-7" + s) for s in (".json", ".md", ".xml")))
 
     def test_exit_codes_are_the_contract(self):
         self.assertEqual(

@@ -762,5 +762,79 @@ class ReportShapeTest(absltest.TestCase):
             self.assertIn(needle, text)
 
 
+class BuildBreakTest(absltest.TestCase):
+    """A patch that breaks the build of a matched property's test, where the base built it."""
+
+    def test_a_broken_test_rejects_and_the_others_are_not_run(self):
+        report = gate(
+            ["api/serializers/user.py"],
+            outcomes={},
+            build_broken={SECRET: "//api/tests:no_secret_fields_test"},
+        )
+        self.assertEqual(report.decision, "reject", report.reasons)
+        self.assertEqual(list(report.errors), [])
+        self.assertIn("breaks the build of the test of strong property " + SECRET, report.rule)
+        self.assertIn("//api/tests:no_secret_fields_test", report.rule)
+        broken = row(report, SECRET)
+        self.assertEqual((broken.classification, broken.vote), ("error", "no"))
+        self.assertIn("builds at the base", broken.note)
+        stopped = row(report, KEYS)
+        self.assertEqual((stopped.classification, stopped.vote), ("not_run", "no"))
+        self.assertIn("the build stopped", stopped.note)
+
+    def test_review_still_outranks_it(self):
+        report = gate(
+            ["api/serializers/user.py", "api/tests/no_secret_test.py"],
+            outcomes={},
+            build_broken={SECRET: "//api/tests:no_secret_fields_test"},
+        )
+        self.assertEqual(decisions(report)[:2], ["review", "reject"], report.reasons)
+
+    def test_an_unmatched_property_is_never_blamed(self):
+        report = gate(
+            ["api/serializers/user.py"],
+            outcomes={},
+            build_broken={COUNTER: "//store/tests:monotonic_under_replay_test"},
+        )
+        self.assertNotEqual(report.decision, "promote")
+        self.assertNotIn("breaks the build", " ".join(report.reasons))
+        self.assertNotEqual(list(report.errors), [], "matched properties without a run")
+
+    def test_a_frozen_broken_test_blames_nothing_and_fails_closed(self):
+        report = gate(
+            ["store/counters/counter.py"],
+            outcomes={},
+            ledger=[freeze(COUNTER)],
+            build_broken={COUNTER: "//store/tests:monotonic_under_replay_test"},
+        )
+        self.assertNotEqual(report.decision, "promote")
+        self.assertNotIn("breaks the build", " ".join(report.reasons))
+
+
+class FixtureEditTest(absltest.TestCase):
+    """A review of a fixture edit says what merging it does to the seal, and how to reseal."""
+
+    def test_a_tree_edited_without_its_seal_is_left_stale(self):
+        report = gate(["store/counters/counter.py", "fixtures/replays/day1.json"])
+        self.assertEqual(report.decision, "review")
+        (stale,) = [r for r in report.reasons if "seal is stale" in r]
+        self.assertTrue(stale.startswith("review: the diff touches what an agent may not touch"))
+        self.assertIn("fixtures/replays (seal file fixtures/replays.seal)", stale)
+        self.assertIn("agent-gate seal ROOT > SEAL_FILE", stale)
+        self.assertIn("update_seal", stale)
+        self.assertFalse([r for r in report.reasons if "new seal is the tree's" in r])
+
+    def test_a_tree_edited_with_its_seal_asks_for_a_check(self):
+        report = gate(["fixtures/replays/day1.json", "fixtures/replays.seal"])
+        self.assertEqual(report.decision, "review")
+        self.assertFalse([r for r in report.reasons if "seal is stale" in r])
+        (resealed,) = [r for r in report.reasons if "new seal is the tree's" in r]
+        self.assertIn("fixtures/replays (seal file fixtures/replays.seal)", resealed)
+
+    def test_an_untouched_tree_says_nothing_of_its_seal(self):
+        report = gate(["store/counters/counter.py"])
+        self.assertFalse([r for r in report.reasons if "seal" in r], report.reasons)
+
+
 if __name__ == "__main__":
     absltest.main()

@@ -164,5 +164,45 @@ class WorktreeTest(absltest.TestCase):
         self.assertIsNone(worktree.commits_since(repo, "--all", head))
 
 
+class PruneRunsTest(absltest.TestCase):
+    """`<state dir>/runs/` keeps the newest N run folders; nothing outside it is touched."""
+
+    def setUp(self):
+        self.root = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value))
+        self.runs = self.root / "runs"
+        self.runs.mkdir()
+        self.outside = self.root / "outside"
+        self.outside.mkdir()
+        (self.outside / "keep.txt").write_text("not a run\n")
+
+    def _run_folder(self, name: str, age: int, read_only: bool = False) -> Path:
+        folder = self.runs / name
+        (folder / "outputs").mkdir(parents=True)
+        (folder / "outputs" / "bazel.log").write_text(name)
+        if read_only:  # as Bazel leaves some trees
+            (folder / "outputs").chmod(0o555)
+        stamp = 1_000_000 + age
+        os.utime(folder, (stamp, stamp))
+        return folder
+
+    def test_keeps_the_newest_and_never_follows_a_link(self):
+        for age, name in enumerate(["score-a", "score-b", "freeze-c", "score-d", "score-e"]):
+            self._run_folder(name, age, read_only=name == "score-b")
+        link = self.runs / "link"
+        link.symlink_to(self.outside, target_is_directory=True)
+        os.utime(link, (1_000_000 - 1, 1_000_000 - 1), follow_symlinks=False)
+        removed = worktree.prune_runs(self.runs, 2, Progress(quiet=True))
+        self.assertEqual(removed, ["freeze-c", "link", "score-a", "score-b"])
+        self.assertEqual(sorted(p.name for p in self.runs.iterdir()), ["score-d", "score-e"])
+        self.assertEqual((self.outside / "keep.txt").read_text(), "not a run\n")
+
+    def test_fewer_than_kept_and_no_folder_are_left_alone(self):
+        self._run_folder("score-a", 0)
+        self.assertEqual(worktree.prune_runs(self.runs, 20, Progress(quiet=True)), [])
+        self.assertTrue((self.runs / "score-a").is_dir())
+        missing = self.root / "nothing"
+        self.assertEqual(worktree.prune_runs(missing, 1, Progress(quiet=True)), [])
+
+
 if __name__ == "__main__":
     absltest.main()

@@ -239,6 +239,31 @@ class SummaryTest(absltest.TestCase):
         self.assertIn("  error: ledger.txtpb:3: bad state", lines)
 
 
+class RunsLineTest(absltest.TestCase):
+    """Every view says how many properties ran and whether their runs were this run id's."""
+
+    def test_fresh_runs(self):
+        report = promote_report()
+        report.runs_fresh = True
+        line = "1 property ran twice, fresh (this run id's own)"
+        self.assertEqual(report_lib.runs_line(report), line)
+        self.assertIn(f"run id nonce-1 · {line}", report_lib.to_markdown(report))
+        self.assertIn(f"  runs: {line}, run id nonce-1", report_lib.summary_lines(report))
+        self.assertIn(f'name="runs" value="{line}"', report_lib.to_junit(report))
+
+    def test_runs_not_known_to_be_fresh(self):
+        self.assertEqual(
+            report_lib.runs_line(reject_report()), "2 properties ran twice, NOT known to be fresh"
+        )
+
+    def test_a_report_where_nothing_ran_says_so(self):
+        report = agent_gate_pb2.GateReport(decision="stop_queue", rule="stop_queue: debt 9 > 5")
+        report.rows.add(property_id="p", matched=True, classification="not_run")
+        self.assertEqual(report_lib.runs_line(report), "no property ran")
+        self.assertIn("no property ran", report_lib.to_markdown(report))
+        self.assertIn("  runs: no property ran", report_lib.summary_lines(report))
+
+
 class WriteAllTest(absltest.TestCase):
     def setUp(self):
         super().setUp()

@@ -60,6 +60,7 @@ def main(argv: list[str]) -> int:
         )
         return 1
     result = quorum.evaluate(loaded.inputs)
+    result.runs_fresh = loaded.runs_fresh
     evidence.attach(result, loaded.results, loaded.logs, loaded.log_names)
     contradictions = promote_check.promote_problems(result)
     if contradictions:

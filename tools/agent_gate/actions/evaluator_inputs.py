@@ -27,6 +27,8 @@ class LoadedGate:
     results: dict[str, agent_gate_pb2.RunResult] = field(default_factory=dict)
     # How each property's run logs are named for people: bazel-bin/..., by property id.
     log_names: dict[str, list[str]] = field(default_factory=dict)
+    # Every run result was written for this invocation's run id (and there was one).
+    runs_fresh: bool = False
 
 
 def _read_seal(path: Path | None, what: str, errors: list[str]) -> str | None:
@@ -132,6 +134,11 @@ def load(config: agent_gate_pb2.GateConfig, resolve: Resolve) -> LoadedGate:
         logs=logs,
         results=results,
         log_names=log_names,
+        # run_result.read refuses a result of another run id, so each one it returned
+        # ran in this invocation.
+        runs_fresh=bool(config.run_id)
+        and bool(config.results)
+        and all(property_id in results for property_id in config.results),
     )
 
 

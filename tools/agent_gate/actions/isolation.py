@@ -78,6 +78,7 @@ class Plan:
     cwd: str
     directories: tuple[str, ...]  # made on the run's own /tmp before it starts
     log_fd: int
+    args: tuple[str, ...] = ()  # after argv[0]
 
 
 @dataclass(frozen=True)
@@ -235,7 +236,7 @@ def _run(plan: Plan, pipe: int) -> None:
     try:
         os.closerange(3, pipe)  # the pipe itself is close-on-exec
         os.closerange(pipe + 1, os.sysconf("SC_OPEN_MAX"))
-        os.execve(plan.executable, [plan.executable], plan.env)
+        os.execve(plan.executable, [plan.executable, *plan.args], plan.env)
     except BaseException as error:
         message = f"cannot execute {plan.executable}: {error}"
         _report(pipe, "X" + message)

@@ -19,11 +19,18 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workspace", required=True)
     parser.add_argument("--timeout_seconds", required=True, type=float)
     parser.add_argument("--run_id", default="")
+    parser.add_argument("--test_arg", action="append", default=[])
+    parser.add_argument("--test_env", action="append", default=[])
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--log", action="append", type=Path, required=True)
     parser.add_argument("--repo_root", type=Path, default=Path("."))
     parser.add_argument("fixture_paths", nargs="*")
     return parser.parse_intermixed_args(argv)
+
+
+def _pair(item: str) -> tuple[str, str]:
+    key, _, value = item.partition("=")
+    return key, value
 
 
 def main(argv: list[str]) -> int:
@@ -40,6 +47,8 @@ def main(argv: list[str]) -> int:
         run_id=args.run_id,
         repo_root=args.repo_root,
         fixture_paths=tuple(args.fixture_paths),
+        test_args=tuple(args.test_arg),
+        test_env=tuple(_pair(item) for item in args.test_env),
     )
     double_run = runner.run_twice(spec, args.log)
     # Write then rename, so a killed runner leaves no half-written result.

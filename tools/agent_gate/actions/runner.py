@@ -42,6 +42,9 @@ class RunSpec:
     run_id: str = ""
     repo_root: Path = Path(".")  # where fixture paths are relative to
     fixture_paths: tuple[str, ...] = ()
+    # The wrapped test's `args` and `env`, expanded as `bazel test` passes them.
+    test_args: tuple[str, ...] = ()
+    test_env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -84,14 +87,25 @@ def test_environment(spec: RunSpec, run_number: int, scratch: Path) -> dict[str,
     """The environment Bazel's test runner gives a test, plus determinism pins.
 
     `scratch` is on the run's own /tmp, which only exists inside its namespace:
-    the run makes `scratch_directories` there before the property starts.
+    the run makes `scratch_directories` there before the property starts. The
+    test's own `env` comes over the pins, as `bazel test` would set it, never
+    over the test protocol and the run's private directories, set last.
     """
     runfiles = runfiles_dir(spec.executable)
     tmp = scratch / "tmp"
-    home = scratch / "home"
-    outputs = scratch / "outputs"
     env = {key: os.environ[key] for key in _INHERITED if key in os.environ}
     env.setdefault("PATH", "/usr/bin:/bin")
+    env.update(
+        {
+            "HOME": str(scratch / "home"),
+            "TZ": "UTC",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH,
+        }
+    )
+    env.update(spec.test_env)
     env.update(
         {
             "TEST_SRCDIR": str(runfiles),
@@ -103,18 +117,12 @@ def test_environment(spec: RunSpec, run_number: int, scratch: Path) -> dict[str,
             "TEST_RUN_NUMBER": str(run_number),
             "TEST_TMPDIR": str(tmp),
             "TMPDIR": str(tmp),
-            "HOME": str(home),
             "XML_OUTPUT_FILE": str(scratch / "test.xml"),
-            "TEST_UNDECLARED_OUTPUTS_DIR": str(outputs),
+            "TEST_UNDECLARED_OUTPUTS_DIR": str(scratch / "outputs"),
             "TEST_UNDECLARED_OUTPUTS_ANNOTATIONS_DIR": str(scratch / "annotations"),
             "TEST_PREMATURE_EXIT_FILE": str(scratch / "premature_exit"),
             "TEST_WARNINGS_OUTPUT_FILE": str(scratch / "warnings"),
             "TEST_TIMEOUT": str(int(spec.timeout_seconds)),
-            "TZ": "UTC",
-            "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8",
-            "PYTHONHASHSEED": "0",
-            "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH,
         }
     )
     return env
@@ -270,6 +278,7 @@ def run_once(spec: RunSpec, run_number: int, log_fd: int) -> Run:
     cwd = runfiles_dir(spec.executable) / spec.workspace
     plan = isolation.Plan(
         executable=str(spec.executable),
+        args=spec.test_args,
         env=env,
         cwd=str(cwd if cwd.is_dir() else runfiles_dir(spec.executable)),
         directories=tuple(str(path) for path in scratch_directories(scratch)),

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_gate.drive import deadline, protogen
+from agent_gate.drive import deadline, protogen, worktree
 from agent_gate.drive.exit_codes import CliError
 
 _DESCRIPTION = "Score agent patches for a merge queue, and manage the freeze ledger."
@@ -59,6 +59,18 @@ def _budget(value: str) -> int:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of commits") from None
     if not 0 <= number <= MAX_BUDGET:
         raise argparse.ArgumentTypeError(f"{value} is not between 0 and {MAX_BUDGET} commits")
+    return number
+
+
+def _kept_runs(value: str) -> int:
+    try:
+        number = int(value, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(
+            f"{value} keeps no run: a score needs its own run folder (its logs), so N >= 1"
+        )
     return number
 
 
@@ -101,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument(
         "--base", type=_text, default="HEAD", help="revision to apply it to (default HEAD)"
     )
-    score.add_argument("--report", type=Path, default=None, help="write OUT.json and OUT.md")
+    score.add_argument(
+        "--report", type=Path, default=None, help="write OUT.json, OUT.md and OUT.xml (JUnit)"
+    )
     score.add_argument(
         "--override-ignore",
         type=_ids,
@@ -111,6 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     score.add_argument(
         "--override-by", type=_text, default=None, metavar="NAME", help="who overrides"
+    )
+    score.add_argument(
+        "--keep-runs",
+        type=_kept_runs,
+        default=worktree.DEFAULT_KEPT_RUNS,
+        metavar="N",
+        help="run log folders (<state dir>/runs/) a score leaves, its own included "
+        f"(default {worktree.DEFAULT_KEPT_RUNS})",
     )
     _workspace_option(score)
 
@@ -169,6 +191,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             report=args.report,
             override_ignore=tuple(args.override_ignore),
             override_by=args.override_by,
+            keep_runs=args.keep_runs,
         )
         return score.score(options, progress, out)
     if args.command == "catalog":

@@ -28,6 +28,7 @@ from agent_gate.drive import (
     applied_tree,
     bazel,
     bazel_build,
+    build_break,
     provided_repos,
     sandbox,
     sealcheck,
@@ -35,7 +36,7 @@ from agent_gate.drive import (
 )
 from agent_gate.drive.exit_codes import CliError, exit_code
 from agent_gate.drive.progress import Progress
-from agent_gate.formats import ledger, patch, report
+from agent_gate.formats import evidence, ledger, patch, report
 from proto import agent_gate_pb2
 
 _NO_OVERLAP = "review: no strong property's locality overlaps the diff"
@@ -56,6 +57,7 @@ class ScoreOptions:
     report: Path | None = None
     override_ignore: tuple[str, ...] = ()
     override_by: str | None = None
+    keep_runs: int = worktree.DEFAULT_KEPT_RUNS
 
 
 def read_candidate(path: Path, directory: str = "") -> tuple[bytes, list[str]]:
@@ -169,6 +171,51 @@ def pre_apply_report(
     return result
 
 
+def build_break_report(
+    cat: catalog.Catalog,
+    broken: Sequence[build_break.Break],
+    *,
+    seals: Sequence[quorum.FixtureSeal],
+    rows: Sequence[quorum.LedgerRow],
+    commit_counts: Mapping[str, int],
+    touched: Sequence[str],
+    run_id: str,
+    override: quorum.Override | None,
+) -> agent_gate_pb2.GateReport:
+    """The report of a patch that breaks the build of matched tests the base builds.
+
+    The quorum weighs everything else as for any run (guards, ledger, seals), so
+    review and stop_queue keep their precedence; each broken row carries Bazel's
+    error as its evidence (run number 0: the build, not a run).
+    """
+    result = quorum.evaluate(
+        verdict_check.gate_inputs(
+            cat,
+            changed_paths=touched,
+            outcomes={},
+            seals=seals,
+            rows=rows,
+            commit_counts=commit_counts,
+            override=override,
+            run_id=run_id,
+            build_broken={item.property_id: item.test for item in broken},
+        )
+    )
+    by_id = {item.property_id: item for item in broken}
+    for row in result.rows:
+        item = by_id.get(row.property_id)
+        if item is None or not row.matched:
+            continue
+        row.evidence.add(
+            run_number=evidence.BUILD_RUN_NUMBER,
+            exit_code=build_break.BUILD_FAILED,
+            output_tail=item.error,
+            output_bytes_omitted=item.omitted,
+            log=str(item.log),
+        )
+    return result
+
+
 def gate_definition_paths(cat: catalog.Catalog, touched: Sequence[str]) -> list[str]:
     """Touched paths that can define the gate itself: any `.bzl`, and the base's rule set.
 
@@ -233,11 +280,16 @@ def _printable(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def report_paths(requested: Path | None, default_dir: Path, run_id: str) -> tuple[Path, Path]:
-    """Where the JSON report and its Markdown summary go (`OUT.json` and `OUT.md`)."""
+def report_paths(requested: Path | None, default_dir: Path, run_id: str) -> tuple[Path, Path, Path]:
+    """Where the JSON report, its Markdown summary and JUnit XML go (`OUT.json`, `.md`, `.xml`)."""
     out = requested.absolute() if requested is not None else default_dir / f"{run_id}.json"
-    markdown = out.with_suffix(".md") if out.suffix == ".json" else out.with_name(out.name + ".md")
-    return out, markdown
+
+    def beside(suffix: str) -> Path:
+        return (
+            out.with_suffix(suffix) if out.suffix == ".json" else out.with_name(out.name + suffix)
+        )
+
+    return out, beside(".md"), beside(".xml")
 
 
 def _commit_counts(
@@ -297,16 +349,18 @@ def _property_seconds(
 
 def _finish(
     gate_report: agent_gate_pb2.GateReport,
-    paths: tuple[Path, Path],
+    paths: tuple[Path, Path, Path],
     progress: Progress,
     out: TextIO,
     timing: dict[str, float],
 ) -> int:
-    json_path, markdown_path = paths
+    json_path, markdown_path, junit_path = paths
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    report.write_atomically(json_path, report.to_json(gate_report))
     report.write_atomically(markdown_path, report.to_markdown(gate_report))
-    progress.step(f"report: {json_path} (summary {markdown_path})")
+    report.write_atomically(junit_path, report.to_junit(gate_report))
+    # The JSON, which machines read the decision from, last: a failed write leaves none.
+    report.write_atomically(json_path, report.to_json(gate_report))
+    progress.step(f"report: {json_path} (summary {markdown_path}, JUnit {junit_path})")
     progress.step(progress.timing_line(timing))
     lines = report.summary_lines(gate_report)
     if gate_report.HasField("override"):
@@ -387,6 +441,8 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
         f"= {base[:12]} in {repo.workspace}"
     )
     with worktree.locked(repo, progress):
+        # Room for this score's own run folder among the newest `keep_runs`.
+        worktree.prune_runs(work.parent, options.keep_runs - 1, progress)
         with progress.timed("worktree"):
             workspace = worktree.prepare(repo, base, progress)
         # Read once: a diff that could change it (WORKSPACE) is never applied.
@@ -485,6 +541,21 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
             raise CliError(f"the patch cannot be scored automatically: {error}") from None
         except bazel.BazelNotFoundError as error:
             raise CliError(str(error)) from None
+        if run.report is None and run.exit_code == build_break.BUILD_FAILED and not run.timed_out:
+            # Whose fault is the failed build? Only the patch's breaking a matched test rejects.
+            tests = {pid: cat.get(pid).test for pid in matched if pid not in cat.unsandboxed}
+            broken = build_break.find(repo, base, workspace, tests, progress=progress, work=work)
+            broke = build_break_report(
+                cat,
+                broken,
+                seals=seals,
+                rows=rows,
+                commit_counts=counts,
+                touched=touched,
+                run_id=run_id,
+                override=override,
+            )
+            return _finish(broke, paths, progress, out, {})
         if run.report is None:
             raise CliError(
                 f"no decision (fail closed, never a promote): {run.problem}\nBazel's log: "

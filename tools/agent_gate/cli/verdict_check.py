@@ -34,6 +34,7 @@ def gate_inputs(
     commit_counts: Mapping[str, int],
     override: quorum.Override | None,
     run_id: str,
+    build_broken: Mapping[str, str] | None = None,
 ) -> quorum.GateInputs:
     """The quorum's inputs from what the CLI itself read (one mapping for every caller)."""
     return quorum.GateInputs(
@@ -52,6 +53,7 @@ def gate_inputs(
         unobserved_ok=cat.unobserved_ok,
         unsandboxed=cat.unsandboxed,
         changed_paths_sha256=pathdigest.changed_paths_digest(changed_paths),
+        build_broken=dict(build_broken or {}),
     )
 
 

@@ -65,6 +65,7 @@ class PropertySpec:
     label: str = ""
     # Repo-relative packages whose BUILD files declare the wrapped test (an alias, its target).
     test_packages: tuple[str, ...] = ()
+    test: str = ""  # label of the wrapped test, as Bazel spells it on its command line
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,9 @@ class GateInputs:
     changed_paths_sha256: str = ""
     # The scheduled full strong pass: every strong property matched, no weak one run.
     full_pass: bool = False
+    # Matched property id -> its test's label, for each test the patch broke the build
+    # of where the base built it (agent_gate/drive/build_break.py); no property ran then.
+    build_broken: Mapping[str, str] = field(default_factory=dict)
 
 
 def _exits(outcome: RunOutcome) -> str:
@@ -329,6 +333,10 @@ class _Fixtures:
     touched: set[str]  # every guarded prefix the diff touched
     faults: list[str]
     guarded_paths: set[str]  # the touched paths a guard caught
+    # Sealed trees the diff edits without their seal file (merged: a stale seal),
+    # and those it edits together with it (the new seal needs a human's check).
+    stale: list[str] = field(default_factory=list)
+    resealed: list[str] = field(default_factory=list)
 
     def status_of(self, root: str) -> str | None:
         """Status of the sealed tree holding `root` (the root itself or an ancestor)."""
@@ -418,6 +426,9 @@ def _scan_diff(
     fixtures = _Fixtures([], {}, touched, [], guarded_set)
     for seal, root, seal_file in seals:
         hit = root in touched or seal_file in touched
+        if root in touched:
+            where = f"{root} (seal file {seal.seal_file})"
+            (fixtures.resealed if seal_file in touched else fixtures.stale).append(where)
         status = "touched" if hit else _compare(seal)
         if root is not None:
             fixtures.status_by_root[root] = status
@@ -523,16 +534,33 @@ def _vote(matched: bool, frozen: bool, classification: str) -> str:
     return "yes" if classification == "pass" else "no"
 
 
+def _frozen(row: agent_gate_pb2.Row) -> str:
+    return "; excluded by its open freeze" if row.vote == "excluded" else ""
+
+
 def _note(
-    spec: PropertySpec, row: agent_gate_pb2.Row, outcome: RunOutcome | None, full_pass: bool
+    spec: PropertySpec,
+    row: agent_gate_pb2.Row,
+    outcome: RunOutcome | None,
+    *,
+    full_pass: bool = False,
+    broken: str | None = None,
+    build_stopped: bool = False,
 ) -> str:
     if not row.matched and full_pass:
         return "weak: a full strong pass runs strong properties only; not voting"
     if not row.matched:
         return "not matched: no changed path under its locality; not voting"
     ran = f"{row.classification}, {_exits(outcome)}" if outcome else "no run outcome"
+    if broken is not None:
+        return (
+            f"the patch breaks the build of its test {broken}, which builds at the base: fix "
+            f"the build (Bazel's error is in the evidence); not a pass{_frozen(row)}"
+        )
     if row.vote == "excluded":
         return f"excluded: open freeze; not a pass ({ran})"
+    if row.classification == "not_run" and build_stopped:
+        return "not run: the build stopped at a matched property's broken test; not a pass"
     if row.classification == "not_run":
         return "not run: its test's closure would run outside the sandbox; not a pass"
     if outcome is None:
@@ -556,9 +584,15 @@ class _Tally:
     strong_failed: list[str] = field(default_factory=list)
     weak_failed: list[str] = field(default_factory=list)
     flaked: list[str] = field(default_factory=list)
+    build_broken: list[str] = field(default_factory=list)
 
     def count(
-        self, spec: PropertySpec, frozen: bool, row: agent_gate_pb2.Row, outcome: RunOutcome | None
+        self,
+        spec: PropertySpec,
+        frozen: bool,
+        row: agent_gate_pb2.Row,
+        outcome: RunOutcome | None,
+        broken: str | None = None,
     ) -> None:
         if not row.matched:
             return
@@ -568,7 +602,11 @@ class _Tally:
             self.strong_matched.append(spec.id)
             if not frozen:
                 self.strong_voting.append(spec.id)
-        if frozen or outcome is None:
+        if frozen:
+            return
+        if row.classification == "error" and broken is not None:
+            self.build_broken.append(f"{spec.strength} property {spec.id} ({broken})")
+        if outcome is None:
             return
         if row.classification == "flake":
             self.flaked.append(f"{spec.strength} property {spec.id} split ({_exits(outcome)})")
@@ -595,10 +633,18 @@ def _fill_row(
         row.ledger_state = "retired"
     frozen = row.ledger_state == "open"
     outcome = inputs.outcomes.get(spec.id) if row.matched else None
+    broken = inputs.build_broken.get(spec.id) if row.matched else None
+    # A broken test whose property votes stops the build for a reason that rejects;
+    # any other property without an outcome is then not run, not an error.
+    blamed = [pid for pid in inputs.build_broken if pid in matched and pid not in ledger.open_ids]
     if not row.matched:
         row.classification = "not_run"
+    elif outcome is None and broken is not None:
+        row.classification = "error"
     elif outcome is None and spec.id in inputs.unsandboxed:
         row.classification = "not_run"  # never built: the unsandboxed reason says why
+    elif outcome is None and blamed:
+        row.classification = "not_run"
     elif outcome is None:
         row.classification = "error"
         errors.append(
@@ -617,8 +663,30 @@ def _fill_row(
             f"property {spec.id} reads fixture tree {_names(unsealed)} but no seal "
             "was given for it; declare it with sealed_fixtures"
         )
-    row.note = _note(spec, row, outcome, inputs.full_pass)
+    row.note = _note(
+        spec, row, outcome, full_pass=inputs.full_pass, broken=broken, build_stopped=bool(blamed)
+    )
     return frozen
+
+
+def _seal_advice(fixtures: _Fixtures) -> str:
+    """What merging a fixture edit does to its seal, for the reviewer (guard reason's tail)."""
+    advice = ""
+    if fixtures.stale:
+        advice += (
+            f". It edits the sealed fixture tree {_names(fixtures.stale)} but not its seal "
+            "file: merged as it is, the committed seal is stale and every later score is "
+            "fixture_fault until it is resealed; reseal in the same change, from the workspace "
+            "root: `agent-gate seal ROOT > SEAL_FILE` (or `bazel run` the tree's "
+            "`<name>.update_seal` target)"
+        )
+    if fixtures.resealed:
+        advice += (
+            f". It edits the sealed fixture tree {_names(fixtures.resealed)} and its seal file "
+            "together: check that the new seal is the tree's (`agent-gate seal ROOT`) and that "
+            "the fixtures should change"
+        )
+    return advice
 
 
 def _reasons(
@@ -655,7 +723,7 @@ def _reasons(
     if guarded:
         reasons["review"].append(
             f"review: the diff touches what an agent may not touch: {_names(guarded)}; "
-            "a human must look"
+            f"a human must look{_seal_advice(fixtures)}"
         )
     if unsandboxed:
         reasons["review"].append(
@@ -679,6 +747,11 @@ def _reasons(
             "review: no strong property's locality overlaps the diff "
             f"({_plural(len(inputs.changed_paths), 'changed path')}); do not invent a "
             "locality, hand the diff to a reviewer"
+        )
+    if tally.build_broken:
+        reasons["reject"].append(
+            f"reject: the patch breaks the build of the test of {_names(tally.build_broken)}, "
+            "which builds at the base; fix the build (Bazel's error is in the report)"
         )
     if tally.strong_failed:
         noun = "property" if len(tally.strong_failed) == 1 else "properties"
@@ -768,7 +841,8 @@ def evaluate(inputs: GateInputs) -> agent_gate_pb2.GateReport:
     for spec in inputs.catalog:
         row = report.rows.add(property_id=spec.id, strength=spec.strength, label=spec.label)
         frozen = _fill_row(row, spec, inputs, context, errors)
-        tally.count(spec, frozen, row, inputs.outcomes.get(spec.id))
+        broken = inputs.build_broken.get(spec.id) if row.matched else None
+        tally.count(spec, frozen, row, inputs.outcomes.get(spec.id), broken)
 
     reasons = _reasons(
         inputs,

@@ -130,12 +130,45 @@ def build_gate(
     `shown` names the workspace for people (the user's checkout and revision, not the
     scoring worktree's path).
     """
+    started = time.monotonic()
+    code = build_targets(
+        workspace, [GATE_TARGET], flags, progress=progress, log_path=log_path, what=what
+    )
+    if code != 0:
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+        where = shown or str(workspace)
+        raise CliError(explain_failure(text, where, what, code) + f"\nFull log: {log_path}")
+    progress.step(f"bazel build {GATE_TARGET} ({what}) done in {time.monotonic() - started:.1f}s")
+
+
+def build_targets(
+    workspace: Path,
+    targets: Sequence[str],
+    flags: Sequence[str],
+    *,
+    progress: Progress,
+    log_path: Path,
+    what: str,
+) -> int:
+    """`bazel build FLAGS -- TARGETS`, every action sandboxed; Bazel's exit code.
+
+    Its console output goes to `log_path`; past the CLI's deadline the build is
+    cancelled and DeadlineError raised.
+    """
     ensure_sandbox(workspace)
     binary = bazel_binary()
-    command = [binary, "build", "--color=no", "--curses=no", *sandbox.flags(), *flags, GATE_TARGET]
+    command = [
+        binary,
+        "build",
+        "--color=no",
+        "--curses=no",
+        *sandbox.flags(),
+        *flags,
+        "--",
+        *targets,
+    ]
     log_path.parent.mkdir(parents=True, exist_ok=True)
     progress.reset_runs()
-    started = time.monotonic()
     process = subprocess.Popen(
         command,
         cwd=workspace,
@@ -152,15 +185,11 @@ def build_gate(
     except subprocess.TimeoutExpired:
         bazel.cancel(process)
         bazel.stop_server(binary, workspace)
-        raise deadline.error(f"bazel build {GATE_TARGET} ({what})") from None
+        raise deadline.error(f"bazel build {' '.join(targets[:3])} ({what})") from None
     finally:
         bazel.cancel(process)  # interrupted: no build may outlive the CLI
     reader.join()
-    if code != 0:
-        text = log_path.read_text(encoding="utf-8", errors="replace")
-        where = shown or str(workspace)
-        raise CliError(explain_failure(text, where, what, code) + f"\nFull log: {log_path}")
-    progress.step(f"bazel build {GATE_TARGET} ({what}) done in {time.monotonic() - started:.1f}s")
+    return code
 
 
 def _copy(process: subprocess.Popen[bytes], log_path: Path, progress: Progress) -> None:

@@ -223,6 +223,35 @@ def remove_tree(path: Path) -> None:
         shutil.rmtree(path, onerror=_writable_and_retry)
 
 
+# How many run directories (`<state dir>/runs/<run id>`: Bazel's logs of one command)
+# a score leaves, its own included, unless --keep-runs says otherwise.
+DEFAULT_KEPT_RUNS = 20
+
+
+def prune_runs(runs: Path, keep: int, progress: Progress) -> list[str]:
+    """Delete all but the `keep` newest entries of `runs` (by modification time); their names.
+
+    A symlink there is removed as a link, never followed.
+    """
+    try:
+        entries = list(runs.iterdir())
+    except FileNotFoundError:
+        return []
+    dated = []
+    for entry in entries:
+        try:
+            dated.append((entry.lstat().st_mtime_ns, entry.name, entry))
+        except FileNotFoundError:
+            continue  # removed meanwhile
+    dated.sort(reverse=True)
+    removed = [entry for _, _, entry in dated[max(keep, 0) :]]
+    for entry in removed:
+        remove_tree(entry)
+    if removed:
+        progress.step(f"removed {len(removed)} old run log folder(s) from {runs} (keeping {keep})")
+    return sorted(entry.name for entry in removed)
+
+
 def _bazel_symlinks(repo: Repo) -> list[str]:
     """Bazel's convenience symlinks (`/bazel-bin`, ...), kept across resets.
 

@@ -46,6 +46,20 @@ def tail(log: Path | None) -> tuple[str, int]:
     return text, max(0, size - len(text.encode("utf-8", errors="replace")))
 
 
+def bounded(text: str) -> tuple[str, int]:
+    """The end of `text`, bounded as a run's tail is; and how many bytes it leaves out."""
+    data = text.encode("utf-8", errors="replace")
+    kept = data[-TAIL_BYTES:].decode("utf-8", errors="replace").splitlines()
+    if len(data) > TAIL_BYTES and len(kept) > 1:
+        kept = kept[1:]  # cut by the byte bound
+    shown = "\n".join(kept[-TAIL_LINES:])
+    return shown, max(0, len(data) - len(shown.encode("utf-8", errors="replace")))
+
+
+# A RunEvidence of run number 0 is the build of the property's test, not a run.
+BUILD_RUN_NUMBER = 0
+
+
 def _exit(run: agent_gate_pb2.Run) -> str:
     if run.timed_out:
         return "timed out"
@@ -104,4 +118,6 @@ def describe(evidence: agent_gate_pb2.RunEvidence) -> str:
     """`run 2: exit 1 after 0.41s (log bazel-bin/...)`."""
     run = agent_gate_pb2.Run(exit_code=evidence.exit_code, timed_out=evidence.timed_out)
     where = f" (full log: {evidence.log})" if evidence.log else ""
+    if evidence.run_number == BUILD_RUN_NUMBER:
+        return f"build of its test: bazel build exit {evidence.exit_code}{where}"
     return f"run {evidence.run_number}: {_exit(run)} after {evidence.duration_seconds:.2f}s{where}"

@@ -48,6 +48,7 @@ def property_spec(row: agent_gate_pb2.Property) -> quorum.PropertySpec:
         package=row.package,
         label=row.label,
         test_packages=tuple(row.test_packages),
+        test=row.test,
     )
 
 

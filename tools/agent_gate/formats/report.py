@@ -179,8 +179,18 @@ def to_markdown(report: agent_gate_pb2.GateReport) -> str:
     footer = f"Changed paths: {report.changed_path_count}"
     if report.run_id:
         footer += f" · run id {_md(report.run_id)}"
+    footer += f" · {runs_line(report)}"
     lines += ["", footer]
     return "\n".join(lines) + "\n"
+
+
+def runs_line(report: agent_gate_pb2.GateReport) -> str:
+    """How many properties ran, and whether their runs were this invocation's own."""
+    ran = sum(1 for row in report.rows if row.exit_codes)
+    if not ran:
+        return "no property ran"
+    fresh = "fresh (this run id's own)" if report.runs_fresh else "NOT known to be fresh"
+    return f"{ran} propert{'y' if ran == 1 else 'ies'} ran twice, {fresh}"
 
 
 def _xml(value: str) -> str:
@@ -210,6 +220,7 @@ def to_junit(report: agent_gate_pb2.GateReport) -> str:
         ("decision", report.decision),
         ("rule", report.rule),
         ("run_id", report.run_id),
+        ("runs", runs_line(report)),
         ("debt", f"{report.debt}/{report.debt_cap}"),
     ):
         _sub(props, "property", name=name, value=value)
@@ -281,6 +292,9 @@ def summary_lines(report: agent_gate_pb2.GateReport) -> list[str]:
     lines += [f"  unsandboxed: {target}" for target in report.unsandboxed_targets]
     lines += [f"  error: {error}" for error in report.errors]
     lines.append(f"  debt: {report.debt}/{report.debt_cap}")
+    lines.append(
+        f"  runs: {runs_line(report)}" + (f", run id {report.run_id}" if report.run_id else "")
+    )
     return lines
 
 

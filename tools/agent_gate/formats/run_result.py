@@ -204,7 +204,7 @@ def read(path: Path | None, property_id: str, run_id: str) -> agent_gate_pb2.Run
         raise ResultError(
             f"{property_id}: run result {path} is not runs 1 and 2 of this property for run id "
             f"{run_id!r} (it holds {result.property_id!r}, run id {result.run_id!r}, runs "
-            f"{numbers}); re-run the gate"
+            f"{numbers}): its runs are not fresh; re-run the gate with a new run id"
         )
     if problem := untrusted(result):
         raise ResultError(f"{property_id}: {problem}", result)
