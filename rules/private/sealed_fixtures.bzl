@@ -3,6 +3,11 @@
 load("//rules:providers.bzl", "SealedFixturesInfo")
 load(":paths.bzl", "covers", "normalize_prefix", "prefix_error", "repo_relative")
 
+# Non-ASCII, on the command line and as the params file's first line: the sealer
+# compares the two to learn how this Bazel writes names into params files
+# (tools/agent_gate/params_names.py).
+_NAMES_PROBE = "é"
+
 def _tree_root(ctx):
     package = ctx.label.package
     if ctx.attr.root:
@@ -38,9 +43,11 @@ def _sealed_fixtures_impl(ctx):
     args = ctx.actions.args()
     args.add("--out", actual)
     args.add("--repo_root", ctx.label.workspace_root or ".")
+    args.add("--names_probe", _NAMES_PROBE)
     paths = ctx.actions.args()
     paths.use_param_file("@%s", use_always = True)
     paths.set_param_file_format("multiline")
+    paths.add(_NAMES_PROBE)
     paths.add_all(rel_paths)
     ctx.actions.run(
         executable = ctx.executable._sealer,

@@ -343,29 +343,34 @@ def seal_tree(repo_root: Path, tree: str, workers: int | None = None) -> str:
     return _digest_units(units, 1)
 
 
-def seal_files(repo_root: Path, rel_paths: Iterable[str], workers: int | None = None) -> str:
+def seal_files(
+    repo_root: Path, rel_paths: Iterable[str | bytes], workers: int | None = None
+) -> str:
     """Seal of an explicit list of repo-relative files, e.g. a Bazel action's inputs.
 
-    Symlinks are followed here because a sandbox stages inputs as symlinks; the
-    caller lists the files the tree holds. Duplicates count once, as with find.
+    Names are bytes (a str is encoded as the file system would). Symlinks are
+    followed here because a sandbox stages inputs as symlinks; the caller lists the
+    files the tree holds. Duplicates count once, as with find.
     """
     count = _worker_count(workers)
     root = os.fsencode(repo_root)
     units: list[_Unit] = []
     size = 0
-    for rel in sorted(set(rel_paths)):  # sorted: the same error first every time
-        shown = os.fsencode(rel)
-        if not rel or rel.startswith("/"):
-            raise SealError(f"{rel!r}: expected a repo-relative file path")
+    # sorted: the same error first every time
+    for shown in sorted({os.fsencode(rel) for rel in rel_paths}):
+        if not shown or shown.startswith(b"/"):
+            raise SealError(f"{_display(shown)!r}: expected a repo-relative file path")
         if _is_seal_name(shown):
             continue
         fs_path = os.path.join(root, shown)
         try:
             info = os.stat(fs_path)
         except OSError as err:
-            raise SealError(f"{rel}: cannot seal: {err.strerror or err}") from err
+            raise SealError(f"{_display(shown)}: cannot seal: {err.strerror or err}") from err
         if not stat.S_ISREG(info.st_mode):
-            raise SealError(f"{rel}: not a regular file; list only the files of the tree")
+            raise SealError(
+                f"{_display(shown)}: not a regular file; list only the files of the tree"
+            )
         units.append(_Unit(shown, shown, fs_path, False))
         size += info.st_size
     return _digest_units(units, 1 if _is_small(len(units), lambda: size) else count)
