@@ -11,7 +11,9 @@ from unittest import mock
 
 from absl.testing import absltest
 
-from agent_gate import forkpool, seal
+from agent_gate import forkpool, seal, sealcheck
+from agent_gate.catalog import Fixture
+from agent_gate.usage import CliError
 
 PIPELINE = (
     "find {tree} -type f ! -name '*.seal' -print0 | LC_ALL=C sort -z "
@@ -158,6 +160,34 @@ class SealTreeTest(absltest.TestCase):
                 self.assertIn("rename", str(ctx.exception))
                 with self.assertRaisesRegex(seal.SealError, "rename"):
                     seal.seal_files(repo, ["fx/" + name])
+
+    def test_names_bazel_refuses_are_refused_only_when_asked(self):
+        for name in (b"colon:x", b"tab\tx", b"del\x7fx", b"raw\xff.bin"):
+            with self.subTest(name=name):
+                repo = Path(tempfile.mkdtemp(dir=absltest.get_default_test_tmpdir()))
+                write(repo / "fx" / "ok.txt", b"ok")
+                with open(os.fsencode(repo) + b"/fx/" + name, "wb") as handle:
+                    handle.write(b"bad")
+                # The pipeline hashes the name; so does the seal by default.
+                self.assertEqual(
+                    pipeline_line(repo, "fx"), seal.seal_line(seal.seal_tree(repo, "fx"))
+                )
+                with self.assertRaises(seal.SealError) as ctx:
+                    seal.seal_tree(repo, "fx", bazel_names=True)
+                message = str(ctx.exception)
+                self.assertIn(repr(os.fsdecode(b"fx/" + name)), message)
+                self.assertIn("no Bazel action can seal this tree; rename the file", message)
+                self.assertIn("UTF-8" if name.endswith(b".bin") else "refuses in a label", message)
+                checked = [Fixture(root="fx", seal_file="fx.seal", label="//:fx")]
+                write(repo / "fx.seal", pipeline_line(repo, "fx").encode())
+                with self.assertRaisesRegex(CliError, r"fixture tree fx \(//:fx\): .*rename"):
+                    sealcheck.check(repo, checked)
+
+    def test_names_both_bazel_lanes_take_pass_the_bazel_check(self):
+        self.assertEqual(
+            seal.seal_tree(self.repo, "fixtures/responses/ünïcødé"),
+            seal.seal_tree(self.repo, "fixtures/responses/ünïcødé", bazel_names=True),
+        )
 
     def test_cli_prints_seal_line(self):
         out = io.StringIO()
@@ -315,6 +345,13 @@ class ParallelSealTest(absltest.TestCase):
             seal.seal_tree(self.repo, "t", workers=2)
         self.assertEqual(str(serial.exception), str(parallel.exception))
         self.assertIn(repr("t/wide/w07/sub/new\nline"), str(parallel.exception))
+        self.assert_no_children_left()
+
+    def test_worker_refuses_a_name_bazel_refuses(self):
+        self.assertNotEqual("", seal.seal_tree(self.repo, "t", workers=2))
+        with self.parallel(), self.assertRaises(seal.SealError) as parallel:
+            seal.seal_tree(self.repo, "t", workers=2, bazel_names=True)
+        self.assertIn(repr(os.fsdecode(b"t/d/raw\xff.bin")), str(parallel.exception))
         self.assert_no_children_left()
 
     def test_worker_cannot_read(self):
