@@ -1,12 +1,8 @@
 """`sealed_fixtures`: a fixture tree plus the digest committed beside it."""
 
 load("//rules:providers.bzl", "SealedFixturesInfo")
+load(":names.bzl", "NAMES_PROBE", "names_params")
 load(":paths.bzl", "covers", "normalize_prefix", "prefix_error", "repo_relative")
-
-# Non-ASCII, on the command line and as the params file's first line: the sealer
-# compares the two to learn how this Bazel writes names into params files
-# (tools/agent_gate/params_names.py).
-_NAMES_PROBE = "é"
 
 def _tree_root(ctx):
     package = ctx.label.package
@@ -43,15 +39,10 @@ def _sealed_fixtures_impl(ctx):
     args = ctx.actions.args()
     args.add("--out", actual)
     args.add("--repo_root", ctx.label.workspace_root or ".")
-    args.add("--names_probe", _NAMES_PROBE)
-    paths = ctx.actions.args()
-    paths.use_param_file("@%s", use_always = True)
-    paths.set_param_file_format("multiline")
-    paths.add(_NAMES_PROBE)
-    paths.add_all(rel_paths)
+    args.add("--names_probe", NAMES_PROBE)
     ctx.actions.run(
         executable = ctx.executable._sealer,
-        arguments = [args, paths],
+        arguments = [args, names_params(ctx, [rel_paths])],
         inputs = files,
         outputs = [actual],
         mnemonic = "FixtureSeal",
