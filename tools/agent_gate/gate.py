@@ -70,6 +70,18 @@ def _trusted_outcome(
     if untrusted := run_result.untrusted(result):
         return outcome, f"{property_id}: {untrusted}"
     for run in runs:
+        # The runner writes "error: ..." for a seal it could not compute (runner.py);
+        # two equal errors must not pass for an untouched tree.
+        unsealed = [
+            seal
+            for seal in (run.fixture_seal_before, run.fixture_seal_after)
+            if seal.startswith("error:")
+        ]
+        if unsealed:
+            return outcome, (
+                f"{property_id}: run {run.run_number} could not seal its fixtures "
+                f"({unsealed[0]}), so nothing shows it left them unchanged"
+            )
         if run.fixture_seal_before != run.fixture_seal_after:
             return outcome, (
                 f"{property_id}: run {run.run_number} changed its fixtures "
