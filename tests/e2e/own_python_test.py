@@ -36,8 +36,10 @@ protogen.ensure_proto_importable()
 
 from absl.testing import absltest  # noqa: E402
 from bazel7_workspace import BAZEL7, Bazel7Workspace  # noqa: E402
+from google.protobuf import text_format  # noqa: E402
 
 from agent_gate import bazel  # noqa: E402
+from proto import agent_gate_pb2  # noqa: E402
 
 SOURCE = ROOT / "tests" / "e2e" / "workspaces" / "own_python"
 LATER_DEFAULTS = (
@@ -107,7 +109,7 @@ def _copy_workspace(tmp: Path, python: Path, *, bzlmod: bool) -> Path:
 
 
 class OwnPythonTest(absltest.TestCase):
-    def check_report(self, run: bazel.GateRun) -> None:
+    def check_report(self, run: bazel.GateRun, workspace: Path) -> None:
         if run.report is None:
             logs = [run.log_path, run.test_log_path]
             tails = [path.read_text(errors="replace")[-3000:] for path in logs if path]
@@ -117,6 +119,13 @@ class OwnPythonTest(absltest.TestCase):
         (row,) = run.report.rows
         self.assertEqual(row.property_id, "fixtures.read")
         self.assertEqual(list(row.exit_codes), [0, 0])
+        # The runner sealed the fixture (its name is not ASCII) before and after each run.
+        committed = (workspace / "fixtures.seal").read_text().split()[0]
+        result = workspace / "bazel-bin" / "agent_gate.runs" / "fixtures.read.result.txtpb"
+        runs = text_format.Parse(result.read_text(), agent_gate_pb2.RunResult()).runs
+        self.assertLen(runs, 2)
+        for each in runs:
+            self.assertEqual([each.fixture_seal_before, each.fixture_seal_after], [committed] * 2)
 
     def test_bazel_4_workspace_keeps_its_python(self) -> None:
         tmp = Path(tempfile.mkdtemp(prefix="agent_gate-own-python-4-", dir="/var/tmp"))
@@ -139,7 +148,7 @@ class OwnPythonTest(absltest.TestCase):
                 run_id=bazel.new_run_id("own-python"),
                 output_base=output_base,
             )
-            self.check_report(run)
+            self.check_report(run, workspace)
         finally:
             subprocess.run(["bazel", *startup, "shutdown"], cwd=tmp, check=False)
             subprocess.run(["chmod", "-R", "u+w", str(tmp)], check=False)
@@ -163,7 +172,7 @@ class OwnPythonTest(absltest.TestCase):
                     output_base=lane.output_base,
                     timeout_seconds=900,
                 )
-            self.check_report(run)
+            self.check_report(run, lane.root)
         finally:
             lane.close()
 
