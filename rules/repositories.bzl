@@ -44,6 +44,10 @@ def agent_gate_dependencies(register_python_toolchain = True):
     _maybe(offline_repository, "com_google_protobuf", marker = Label("//tools:offline/com_google_protobuf/WORKSPACE.offline"))
     _maybe(debian_repository, "rules_java", package = "bazel-rules-java", path = "/usr/share/bazel/rules/java")
     _maybe(python_environment, "agent_gate_python")
+
+    # agent_gate's BUILD files say `@pypi`; a workspace with a `@pypi` of its own
+    # maps agent_gate's to `@agent_gate_pypi` (repo_mapping, docs/offline.md).
+    _maybe(pypi_hub, "agent_gate_pypi", requirements = Label("//tools:requirements.in"))
     _maybe(pypi_hub, "pypi", requirements = Label("//tools:requirements.in"))
     if register_python_toolchain:
         native.register_toolchains("@agent_gate_python//:toolchain")
