@@ -283,6 +283,7 @@ class SealNamesTest(absltest.TestCase):
                         self.assertIn("may not contain", tree.refusal)
 
         check()
+        print(f"random trees sealed and compared: {compared}")
         for lane, count in compared.items():
             self.assertGreater(count, 0, f"{lane} refused every random tree: nothing compared")
 
