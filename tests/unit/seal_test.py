@@ -161,6 +161,22 @@ class SealTreeTest(absltest.TestCase):
                 with self.assertRaisesRegex(seal.SealError, "rename"):
                     seal.seal_files(repo, ["fx/" + name])
 
+    def test_cli_prints_seal_line(self):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = seal.main(["fixtures/responses", "--repo-root", str(self.repo)])
+        self.assertEqual(0, code)
+        self.assertEqual(pipeline_line(self.repo, "fixtures/responses"), out.getvalue())
+
+    def test_cli_fails_on_missing_tree(self):
+        with redirect_stdout(io.StringIO()):
+            code = seal.main(["does/not/exist", "--repo-root", str(self.repo)])
+        self.assertEqual(2, code)
+
+
+class BazelNamesTest(absltest.TestCase):
+    """Names the pipeline hashes but no Bazel action can seal: refused when asked."""
+
     def test_names_bazel_refuses_are_refused_only_when_asked(self):
         for name in (b"colon:x", b"tab\tx", b"del\x7fx", b"raw\xff.bin"):
             with self.subTest(name=name):
@@ -184,22 +200,29 @@ class SealTreeTest(absltest.TestCase):
                     sealcheck.check(repo, checked)
 
     def test_names_both_bazel_lanes_take_pass_the_bazel_check(self):
+        repo = Path(tempfile.mkdtemp(dir=absltest.get_default_test_tmpdir()))
+        for name in ("ünïcødé/名前.txt", "-lead", "a b $#@~'\"", "emoji 😀"):
+            write(repo / "fx" / name, name.encode())
         self.assertEqual(
-            seal.seal_tree(self.repo, "fixtures/responses/ünïcødé"),
-            seal.seal_tree(self.repo, "fixtures/responses/ünïcødé", bazel_names=True),
+            pipeline_line(repo, "fx"), seal.seal_line(seal.seal_tree(repo, "fx", bazel_names=True))
         )
 
-    def test_cli_prints_seal_line(self):
-        out = io.StringIO()
-        with redirect_stdout(out):
-            code = seal.main(["fixtures/responses", "--repo-root", str(self.repo)])
-        self.assertEqual(0, code)
-        self.assertEqual(pipeline_line(self.repo, "fixtures/responses"), out.getvalue())
-
-    def test_cli_fails_on_missing_tree(self):
-        with redirect_stdout(io.StringIO()):
-            code = seal.main(["does/not/exist", "--repo-root", str(self.repo)])
-        self.assertEqual(2, code)
+    def test_workers_refuse_them_too(self):
+        repo = Path(tempfile.mkdtemp(dir=absltest.get_default_test_tmpdir()))
+        for i in range(40):
+            write(repo / "t" / f"d{i:02d}" / "f", b"x")
+        with open(os.fsencode(repo) + b"/t/d07/raw\xff.bin", "wb") as handle:
+            handle.write(b"not utf-8")
+        with ExitStack() as stack:  # even this small tree goes to worker processes
+            stack.enter_context(mock.patch.object(seal, "_SERIAL_MAX_FILES", 0))
+            stack.enter_context(mock.patch.object(seal, "_SERIAL_MAX_BYTES", -1))
+            stack.enter_context(mock.patch.object(seal, "_LIST_BUDGET", 1))
+            self.assertEqual(
+                pipeline_line(repo, "t"), seal.seal_line(seal.seal_tree(repo, "t", workers=2))
+            )
+            with self.assertRaises(seal.SealError) as parallel:
+                seal.seal_tree(repo, "t", workers=2, bazel_names=True)
+        self.assertIn(repr(os.fsdecode(b"t/d07/raw\xff.bin")), str(parallel.exception))
 
 
 def _kill_this_worker():
@@ -345,13 +368,6 @@ class ParallelSealTest(absltest.TestCase):
             seal.seal_tree(self.repo, "t", workers=2)
         self.assertEqual(str(serial.exception), str(parallel.exception))
         self.assertIn(repr("t/wide/w07/sub/new\nline"), str(parallel.exception))
-        self.assert_no_children_left()
-
-    def test_worker_refuses_a_name_bazel_refuses(self):
-        self.assertNotEqual("", seal.seal_tree(self.repo, "t", workers=2))
-        with self.parallel(), self.assertRaises(seal.SealError) as parallel:
-            seal.seal_tree(self.repo, "t", workers=2, bazel_names=True)
-        self.assertIn(repr(os.fsdecode(b"t/d/raw\xff.bin")), str(parallel.exception))
         self.assert_no_children_left()
 
     def test_worker_cannot_read(self):
