@@ -3,6 +3,7 @@
 load("@rules_python//python:defs.bzl", "PyInfo")
 load("//rules:providers.bzl", "AgentGateInfo", "PropertyInfo")
 load("//rules:settings.bzl", "FlagValueInfo")
+load(":names.bzl", "NAMES_PROBE", "names_params")
 load(":paths.bzl", "decode_paths", "matched_localities", "prefix_error", "repo_relative", "rlocation")
 
 def _flag(ctx, name):
@@ -121,12 +122,8 @@ def _double_run(ctx, target, info, run_id, runner):
         fixture_inputs.append(fixtures.files)
     arguments = [args]
     if info.fixtures:
-        paths = ctx.actions.args()
-        paths.use_param_file("@%s", use_always = True)
-        paths.set_param_file_format("multiline")
-        for fixtures in info.fixtures:
-            paths.add_all(fixtures.rel_paths)
-        arguments.append(paths)
+        args.add("--names_probe", NAMES_PROBE)
+        arguments.append(names_params(ctx, [fixtures.rel_paths for fixtures in info.fixtures]))
     ctx.actions.run(
         executable = runner.python.exec_path,
         arguments = [runner.script] + arguments,

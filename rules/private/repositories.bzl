@@ -71,10 +71,15 @@ def _requirement_names(text):
             names.append(name)
     return names
 
-def _python_environment_impl(rctx):
+def _environment_interpreter(rctx):
+    """agent_gate's own Python environment: AGENT_GATE_PYTHON, or the checkout's .venv."""
     interpreter = rctx.os.environ.get("AGENT_GATE_PYTHON", "")
     if not interpreter:
         interpreter = str(_agent_gate_root(rctx)) + "/" + _DEFAULT_PYTHON_ENVIRONMENT + "/bin/python3"
+    return interpreter
+
+def _python_environment_impl(rctx):
+    interpreter = _environment_interpreter(rctx)
     if not rctx.path(interpreter).exists:
         fail(("agent_gate: no Python environment at %s. Run tools/bootstrap in the agent_gate " +
               "checkout (it creates it), or set AGENT_GATE_PYTHON to a python3 that has the " +
@@ -123,15 +128,64 @@ python_environment = repository_rule(
     local = True,
 )
 
-def _pypi_shim_impl(rctx):
+# Prints `<requirement>\t<path>` for every top-level module of each named
+# distribution and of the distributions it requires, transitively.
+_LIST_MODULES = """
+import importlib.metadata as md, re, sys
+def norm(name):
+    return re.sub(r"[-_.]+", "_", name).lower()
+def closure(name):
+    seen, todo = set(), [name]
+    while todo:
+        current = norm(todo.pop())
+        if current in seen:
+            continue
+        try:
+            dist = md.distribution(current)
+        except md.PackageNotFoundError:
+            continue
+        seen.add(current)
+        yield dist
+        for req in dist.requires or ():
+            if "extra ==" not in req:
+                todo.append(re.split(r"[^A-Za-z0-9._-]", req.strip(), maxsplit=1)[0])
+for name in sys.argv[1:]:
+    tops = set()
+    for dist in closure(name):
+        for file in dist.files or ():
+            top = file.parts[0]
+            if top != ".." and not top.endswith((".dist-info", ".egg-info", ".pth")) and top != "__pycache__":
+                tops.add(str(dist.locate_file(top)))
+    for top in sorted(tops):
+        print(name + "\t" + top)
+"""
+
+def _pypi_hub_impl(rctx):
     names = _requirement_names(rctx.read(rctx.attr.requirements))
+    interpreter = _environment_interpreter(rctx)
+    listing = rctx.execute([interpreter, "-c", _LIST_MODULES] + names)
+    if listing.return_code != 0:
+        fail(("agent_gate: cannot list the packages of %s (%s). Run tools/bootstrap, or set " +
+              "AGENT_GATE_PYTHON to a python3 that has the packages of tools/requirements.lock.") %
+             (interpreter, listing.stderr.strip()))
     rctx.file("WORKSPACE", "workspace(name = \"%s\")\n" % rctx.name)
     rctx.file("BUILD.bazel", "")
+    for line in listing.stdout.splitlines():
+        name, path = line.split("\t")
+        rctx.symlink(path, name + "/site/" + path.split("/")[-1])
     for name in names:
         rctx.file(name + "/BUILD.bazel", """\
-# The package itself comes from the Python environment of @agent_gate_python.
+# {name} and what it requires, from agent_gate's Python environment, on the
+# PYTHONPATH of whatever depends on it: not on every interpreter's.
 py_library(
     name = "{name}",
+    srcs = glob(["site/**/*.py"], allow_empty = True),
+    data = glob(
+        ["site/**"],
+        exclude = ["site/**/*.py", "site/**/__pycache__/**"],
+        allow_empty = True,
+    ),
+    imports = ["site"],
     visibility = ["//visibility:public"],
 )
 
@@ -142,9 +196,11 @@ alias(
 )
 """.format(name = name))
 
-pypi_shim = repository_rule(
-    implementation = _pypi_shim_impl,
-    doc = "A `@pypi` hub of empty libraries, so BUILD files can say `@pypi//pyyaml` on Bazel 4.2.3.",
+pypi_hub = repository_rule(
+    implementation = _pypi_hub_impl,
+    doc = ("A `@pypi`-style hub on Bazel 4.2.3: `@pypi//pyyaml` is pyyaml and what it " +
+           "requires, linked from agent_gate's Python environment, so agent_gate's tools " +
+           "import their packages from their runfiles under any Python 3 interpreter."),
     attrs = {
         "requirements": attr.label(
             mandatory = True,
@@ -152,4 +208,6 @@ pypi_shim = repository_rule(
             doc = "The requirements file (`requirements.in`): one empty library per distribution it names.",
         ),
     },
+    environ = ["AGENT_GATE_PYTHON"],
+    local = True,
 )

@@ -1,6 +1,7 @@
 """`sealed_fixtures`: a fixture tree plus the digest committed beside it."""
 
 load("//rules:providers.bzl", "SealedFixturesInfo")
+load(":names.bzl", "NAMES_PROBE", "names_params")
 load(":paths.bzl", "covers", "normalize_prefix", "prefix_error", "repo_relative")
 
 def _tree_root(ctx):
@@ -38,13 +39,10 @@ def _sealed_fixtures_impl(ctx):
     args = ctx.actions.args()
     args.add("--out", actual)
     args.add("--repo_root", ctx.label.workspace_root or ".")
-    paths = ctx.actions.args()
-    paths.use_param_file("@%s", use_always = True)
-    paths.set_param_file_format("multiline")
-    paths.add_all(rel_paths)
+    args.add("--names_probe", NAMES_PROBE)
     ctx.actions.run(
         executable = ctx.executable._sealer,
-        arguments = [args, paths],
+        arguments = [args, names_params(ctx, [rel_paths])],
         inputs = files,
         outputs = [actual],
         mnemonic = "FixtureSeal",

@@ -29,6 +29,7 @@ class Bazel7Workspace:
             cwd=self.root,
             capture_output=True,
             text=True,
+            errors="backslashreplace",  # Bazel 7.7.1 prints some file names as Latin-1
             timeout=timeout,
             check=False,
         )

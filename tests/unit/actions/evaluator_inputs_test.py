@@ -155,6 +155,18 @@ class GateLoadTest(absltest.TestCase):
         self.files["ws/p.result.txtpb"] = text_format.MessageToString(result)
         self.assert_fails_closed(self._load(), "changed its fixtures")
 
+    def test_fixtures_the_runner_could_not_seal_fail_closed(self):
+        result = agent_gate_pb2.RunResult(property_id="p", run_id="r", network_blocked=True)
+        for number in (1, 2):
+            result.runs.add(
+                run_number=number,
+                fixture_seal_before="error: fx/a: cannot seal: No such file or directory",
+                fixture_seal_after="error: fx/a: cannot seal: No such file or directory",
+                isolated=True,
+            )
+        self.files["ws/p.result.txtpb"] = text_format.MessageToString(result)
+        self.assert_fails_closed(self._load(), "could not seal its fixtures")
+
     def test_runs_that_were_not_isolated_fail_closed(self):
         result = text_format.Parse(_result("p", isolated=False), agent_gate_pb2.RunResult())
         result.runs[0].isolation_error = "unshare: Operation not permitted"

@@ -12,6 +12,7 @@ from absl.testing import absltest
 from agent_gate.drive import worktree
 from agent_gate.drive.exit_codes import CliError
 from agent_gate.drive.progress import Progress
+from agent_gate.formats.patch import touched_paths
 
 _ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -149,6 +150,44 @@ class WorktreeTest(absltest.TestCase):
         worktree.apply_patch(repo, PATCH, "p.patch", head)
         self.assertEqual((scoring / "src" / "a.txt").read_text(), "two\n")
         self.assertEqual((repo.scoring_root / "src" / "a.txt").read_text(), "one\n")
+
+    def test_git_diff_binary_text_hunks_in_any_bytes_read_and_apply_as_bytes(self):
+        # Text hunks git writes for files that are not UTF-8 (no NUL byte), CRLF and
+        # no final newline, and a binary hunk: read, then applied, byte for byte.
+        before = {
+            "src/latin1.txt": "café\r\nna\xefve\r\n".encode("latin-1"),
+            "src/invalid.txt": b"\xff\xfe\xc3\x28 not utf-8\n",
+            "src/no_newline.txt": b"last line",
+            "src/utf16.txt": "utf-16 ✓\n".encode("utf-16"),
+        }
+        after = {
+            "src/latin1.txt": "caf\xe9\r\nna\xefve, changed\r\n".encode("cp1252"),
+            "src/invalid.txt": b"\xff\xfe\xc3\x28 still not utf-8\n\x80",
+            "src/no_newline.txt": b"last line, still without newline",
+            "src/utf16.txt": "utf-16 ✓ changed\n".encode("utf-16"),
+            "src/new été.txt": b"\r\n",  # a quoted name in the header
+        }
+        for name, data in before.items():
+            (self.top / name).write_bytes(data)
+        _run(self.top, "add", "-A")
+        _run(self.top, "commit", "-q", "-m", "encodings")
+        head = _run(self.top, "rev-parse", "HEAD")
+        for name, data in after.items():
+            (self.top / name).write_bytes(data)
+        _run(self.top, "add", "-A")
+        patch = subprocess.run(
+            ["git", "diff", "--cached", "--binary"], cwd=self.top, check=True, capture_output=True
+        ).stdout
+        _run(self.top, "reset", "-q", "--hard", head)
+        self.assertIn(b"\xff\xfe\xc3\x28 still", patch)  # a text hunk of raw bytes
+        self.assertIn(b"GIT binary patch", patch)  # utf-16 holds NUL bytes
+
+        self.assertEqual(sorted(touched_paths(patch)), sorted(after))
+        repo = worktree.open_repo(self.top)
+        scoring = worktree.prepare(repo, head, self.progress)
+        worktree.apply_patch(repo, patch, "encodings.patch", head)
+        for name, data in after.items():
+            self.assertEqual((scoring / name).read_bytes(), data, name)
 
     def test_revisions_and_commit_counts(self):
         repo = worktree.open_repo(self.top)

@@ -11,7 +11,10 @@ from unittest import mock
 
 from absl.testing import absltest
 
+from agent_gate.drive import sealcheck
+from agent_gate.drive.exit_codes import CliError
 from agent_gate.formats import forkpool, seal
+from proto import agent_gate_pb2
 
 PIPELINE = (
     "find {tree} -type f ! -name '*.seal' -print0 | LC_ALL=C sort -z "
@@ -170,6 +173,59 @@ class SealTreeTest(absltest.TestCase):
         with redirect_stdout(io.StringIO()):
             code = seal.main(["does/not/exist", "--repo-root", str(self.repo)])
         self.assertEqual(2, code)
+
+
+class BazelNamesTest(absltest.TestCase):
+    """Names the pipeline hashes but no Bazel action can seal: refused when asked."""
+
+    def test_names_bazel_refuses_are_refused_only_when_asked(self):
+        for name in (b"colon:x", b"tab\tx", b"del\x7fx", b"raw\xff.bin"):
+            with self.subTest(name=name):
+                repo = Path(tempfile.mkdtemp(dir=absltest.get_default_test_tmpdir()))
+                write(repo / "fx" / "ok.txt", b"ok")
+                with open(os.fsencode(repo) + b"/fx/" + name, "wb") as handle:
+                    handle.write(b"bad")
+                # The pipeline hashes the name; so does the seal by default.
+                self.assertEqual(
+                    pipeline_line(repo, "fx"), seal.seal_line(seal.seal_tree(repo, "fx"))
+                )
+                with self.assertRaises(seal.SealError) as ctx:
+                    seal.seal_tree(repo, "fx", bazel_names=True)
+                message = str(ctx.exception)
+                self.assertIn(repr(os.fsdecode(b"fx/" + name)), message)
+                self.assertIn("no Bazel action can seal this tree; rename the file", message)
+                self.assertIn("UTF-8" if name.endswith(b".bin") else "refuses in a label", message)
+                checked = [
+                    agent_gate_pb2.FixtureTree(root="fx", seal_file="fx.seal", label="//:fx")
+                ]
+                write(repo / "fx.seal", pipeline_line(repo, "fx").encode())
+                with self.assertRaisesRegex(CliError, r"fixture tree fx \(//:fx\): .*rename"):
+                    sealcheck.check(repo, checked)
+
+    def test_names_both_bazel_lanes_take_pass_the_bazel_check(self):
+        repo = Path(tempfile.mkdtemp(dir=absltest.get_default_test_tmpdir()))
+        for name in ("ünïcødé/名前.txt", "-lead", "a b $#@~'\"", "emoji 😀"):
+            write(repo / "fx" / name, name.encode())
+        self.assertEqual(
+            pipeline_line(repo, "fx"), seal.seal_line(seal.seal_tree(repo, "fx", bazel_names=True))
+        )
+
+    def test_workers_refuse_them_too(self):
+        repo = Path(tempfile.mkdtemp(dir=absltest.get_default_test_tmpdir()))
+        for i in range(40):
+            write(repo / "t" / f"d{i:02d}" / "f", b"x")
+        with open(os.fsencode(repo) + b"/t/d07/raw\xff.bin", "wb") as handle:
+            handle.write(b"not utf-8")
+        with ExitStack() as stack:  # even this small tree goes to worker processes
+            stack.enter_context(mock.patch.object(seal, "_SERIAL_MAX_FILES", 0))
+            stack.enter_context(mock.patch.object(seal, "_SERIAL_MAX_BYTES", -1))
+            stack.enter_context(mock.patch.object(seal, "_LIST_BUDGET", 1))
+            self.assertEqual(
+                pipeline_line(repo, "t"), seal.seal_line(seal.seal_tree(repo, "t", workers=2))
+            )
+            with self.assertRaises(seal.SealError) as parallel:
+                seal.seal_tree(repo, "t", workers=2, bazel_names=True)
+        self.assertIn(repr(os.fsdecode(b"t/d07/raw\xff.bin")), str(parallel.exception))
 
 
 def _kill_this_worker():

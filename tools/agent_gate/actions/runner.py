@@ -41,7 +41,7 @@ class RunSpec:
     timeout_seconds: float
     run_id: str = ""
     repo_root: Path = Path(".")  # where fixture paths are relative to
-    fixture_paths: tuple[str, ...] = ()
+    fixture_paths: tuple[str | bytes, ...] = ()  # bytes: as the file system holds them
     # The wrapped test's `args` and `env`, expanded as `bazel test` passes them.
     test_args: tuple[str, ...] = ()
     test_env: tuple[tuple[str, str], ...] = ()

@@ -25,7 +25,9 @@ def check(
     for tree in trees:
         try:
             expected = seal.read_seal_file(workspace / tree.seal_file)
-            actual = seal.seal_tree(workspace, tree.root)
+            # bazel_names: a name Bazel refuses would fail the gate's build later,
+            # or (not UTF-8, Bazel 7) be left out of its seal.
+            actual = seal.seal_tree(workspace, tree.root, bazel_names=True)
         except seal.SealError as error:
             raise CliError(
                 f"fixture tree {tree.root} ({tree.label or 'sealed_fixtures'}): {error}"

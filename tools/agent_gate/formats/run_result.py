@@ -209,6 +209,19 @@ def read(path: Path | None, property_id: str, run_id: str) -> agent_gate_pb2.Run
     if problem := untrusted(result):
         raise ResultError(f"{property_id}: {problem}", result)
     for run in sorted(result.runs, key=lambda run: run.run_number):
+        # The runner writes "error: ..." for a seal it could not compute (runner.py);
+        # two equal errors must not pass for an untouched tree.
+        unsealed = [
+            seal
+            for seal in (run.fixture_seal_before, run.fixture_seal_after)
+            if seal.startswith("error:")
+        ]
+        if unsealed:
+            raise ResultError(
+                f"{property_id}: run {run.run_number} could not seal its fixtures "
+                f"({unsealed[0]}), so nothing shows it left them unchanged",
+                result,
+            )
         if run.fixture_seal_before != run.fixture_seal_after:
             raise ResultError(
                 f"{property_id}: run {run.run_number} changed its fixtures "

@@ -34,6 +34,7 @@ run on two cores at once. A worker that dies fails the seal; it never changes it
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import mmap
 import os
@@ -112,6 +113,40 @@ def _check_names(shown: list[bytes]) -> None:
     if any(bad in names for bad in _ESCAPED_BY_SHA256SUM):
         for path in shown:
             _check_name(path)
+
+
+# What no Bazel lane takes in a label (control characters, ':'), found in one scan.
+_REFUSED_BY_BAZEL = re.compile(rb"[\x00-\x1f\x7f:]")
+
+
+def _bazel_refusal(path: bytes) -> str | None:
+    """Why no Bazel action can seal a file of this name, which the pipeline would hash.
+
+    Bazel refuses control characters and ':' in a label when it loads the package;
+    a name that is not UTF-8 is a missing input to Bazel 4.2.3 and silently left out
+    of globs by Bazel 7.7.1, whose seal would then miss the file.
+    """
+    found = _REFUSED_BY_BAZEL.search(path)
+    if found:
+        return f"contains {found.group().decode()!r}, which Bazel refuses in a label"
+    try:
+        path.decode("utf-8")
+    except UnicodeDecodeError:
+        return "is not UTF-8, which Bazel cannot stage as an action input"
+    return None
+
+
+def _check_bazel_names(shown: list[bytes]) -> None:
+    # One scan of all names, as in _check_names; only a hit looks at each name.
+    if _bazel_refusal(b"/".join(shown)) is None:
+        return
+    for path in shown:
+        why = _bazel_refusal(path)
+        if why:
+            raise SealError(
+                f"{_display(path)!r}: file name {why}, so no Bazel action can seal this "
+                "tree; rename the file"
+            )
 
 
 def _is_seal_name(path: bytes) -> bool:
@@ -199,10 +234,12 @@ def _unit_files(unit: _Unit) -> list[tuple[bytes, bytes]]:
     return files
 
 
-def _seal_block(units: Sequence[_Unit], mapped: bool = False) -> bytes:
+def _seal_block(units: Sequence[_Unit], mapped: bool = False, bazel_names: bool = False) -> bytes:
     """The finished lines of consecutive units in key order: one block of the listing."""
     files = [pair for unit in units for pair in _unit_files(unit)]
     _check_names([shown for shown, _ in files])
+    if bazel_names:
+        _check_bazel_names([shown for shown, _ in files])
     buf = bytearray(_CHUNK)
     return b"".join(
         [_file_hex(fs, shown, buf, mapped) + b"  " + shown + b"\n" for shown, fs in files]
@@ -278,29 +315,29 @@ def _tasks(units: list[_Unit], dir_weight: int, count: int) -> list[list[_Unit]]
     return tasks
 
 
-def _mapped_block(units: Sequence[_Unit]) -> bytes:
-    return _seal_block(units, mapped=True)  # in a worker, where mmap is safe
-
-
-def _worker_blocks(tasks: list[list[_Unit]], workers: int) -> Iterator[bytes]:
+def _worker_blocks(tasks: list[list[_Unit]], workers: int, bazel_names: bool) -> Iterator[bytes]:
     """The blocks of `tasks` in order, from forked worker processes."""
+    # mapped: in a worker, where mmap is safe
+    produce = functools.partial(_seal_block, mapped=True, bazel_names=bazel_names)
     try:
-        yield from forkpool.ordered_results(tasks, _mapped_block, workers, SealError)
+        yield from forkpool.ordered_results(tasks, produce, workers, SealError)
     except forkpool.WorkerDied as err:
         raise SealError(_WORKER_DIED.format(how=err.how)) from err
     except OSError as err:
         raise SealError(f"cannot run hashing workers: {err.strerror or err}") from err
 
 
-def _digest_units(units: list[_Unit], workers: int, dir_weight: int = 1) -> str:
+def _digest_units(
+    units: list[_Unit], workers: int, dir_weight: int = 1, bazel_names: bool = False
+) -> str:
     """Seal the files of `units`, with `workers` processes (1: in this process)."""
     # Keys are unique, so units sort by them: bytewise, as `LC_ALL=C sort -z`.
     units.sort()
     if workers == 1 or not units:
-        blocks: Iterable[bytes] = [_seal_block(units)]
+        blocks: Iterable[bytes] = [_seal_block(units, bazel_names=bazel_names)]
     else:
         count = min(workers * _TASKS_PER_WORKER, forkpool.MAX_TASKS - 1)  # _tasks may cut one more
-        blocks = _worker_blocks(_tasks(units, dir_weight, count), workers)
+        blocks = _worker_blocks(_tasks(units, dir_weight, count), workers, bazel_names)
     outer = hashlib.sha256()
     sealed = 0
     for block in blocks:
@@ -311,19 +348,25 @@ def _digest_units(units: list[_Unit], workers: int, dir_weight: int = 1) -> str:
     return outer.hexdigest()
 
 
-def _seal_dir(start_shown: bytes, start_fs: bytes, workers: int) -> str:
+def _seal_dir(start_shown: bytes, start_fs: bytes, workers: int, bazel_names: bool) -> str:
     if workers == 1:
-        return _digest_units([_Unit(start_shown + b"/", start_shown, start_fs, True)], 1)
+        whole = [_Unit(start_shown + b"/", start_shown, start_fs, True)]
+        return _digest_units(whole, 1, bazel_names=bazel_names)
     units, dir_weight = _partition(start_shown, start_fs, workers * _TASKS_PER_WORKER)
     if not dir_weight and _is_small(  # all listed, and small
         len(units), lambda: sum(os.lstat(unit.fs).st_size for unit in units)
     ):
         workers = 1
-    return _digest_units(units, workers, dir_weight)
+    return _digest_units(units, workers, dir_weight, bazel_names)
 
 
-def seal_tree(repo_root: Path, tree: str, workers: int | None = None) -> str:
-    """Hex seal of ``tree`` (spelled as given, relative to ``repo_root``)."""
+def seal_tree(
+    repo_root: Path, tree: str, workers: int | None = None, bazel_names: bool = False
+) -> str:
+    """Hex seal of ``tree`` (spelled as given, relative to ``repo_root``).
+
+    With ``bazel_names``, names no Bazel action can seal are refused too.
+    """
     if not tree:
         raise SealError("empty tree path: name a directory relative to the repo root")
     count = _worker_count(workers)
@@ -336,36 +379,42 @@ def seal_tree(repo_root: Path, tree: str, workers: int | None = None) -> str:
         raise SealError(f"{tree}: cannot seal: {err.strerror or err}") from err
     if stat.S_ISDIR(info.st_mode):
         # find joins with "/" unless the start already ends in one.
-        return _seal_dir(shown[:-1] if shown.endswith(b"/") else shown, start_fs, count)
+        start = shown[:-1] if shown.endswith(b"/") else shown
+        return _seal_dir(start, start_fs, count, bazel_names)
     units = []
     if stat.S_ISREG(info.st_mode) and not _is_seal_name(shown):
         units.append(_Unit(shown, shown, start_fs, False))
-    return _digest_units(units, 1)
+    return _digest_units(units, 1, bazel_names=bazel_names)
 
 
-def seal_files(repo_root: Path, rel_paths: Iterable[str], workers: int | None = None) -> str:
+def seal_files(
+    repo_root: Path, rel_paths: Iterable[str | bytes], workers: int | None = None
+) -> str:
     """Seal of an explicit list of repo-relative files, e.g. a Bazel action's inputs.
 
-    Symlinks are followed here because a sandbox stages inputs as symlinks; the
-    caller lists the files the tree holds. Duplicates count once, as with find.
+    Names are bytes (a str is encoded as the file system would). Symlinks are
+    followed here because a sandbox stages inputs as symlinks; the caller lists the
+    files the tree holds. Duplicates count once, as with find.
     """
     count = _worker_count(workers)
     root = os.fsencode(repo_root)
     units: list[_Unit] = []
     size = 0
-    for rel in sorted(set(rel_paths)):  # sorted: the same error first every time
-        shown = os.fsencode(rel)
-        if not rel or rel.startswith("/"):
-            raise SealError(f"{rel!r}: expected a repo-relative file path")
+    # sorted: the same error first every time
+    for shown in sorted({os.fsencode(rel) for rel in rel_paths}):
+        if not shown or shown.startswith(b"/"):
+            raise SealError(f"{_display(shown)!r}: expected a repo-relative file path")
         if _is_seal_name(shown):
             continue
         fs_path = os.path.join(root, shown)
         try:
             info = os.stat(fs_path)
         except OSError as err:
-            raise SealError(f"{rel}: cannot seal: {err.strerror or err}") from err
+            raise SealError(f"{_display(shown)}: cannot seal: {err.strerror or err}") from err
         if not stat.S_ISREG(info.st_mode):
-            raise SealError(f"{rel}: not a regular file; list only the files of the tree")
+            raise SealError(
+                f"{_display(shown)}: not a regular file; list only the files of the tree"
+            )
         units.append(_Unit(shown, shown, fs_path, False))
         size += info.st_size
     return _digest_units(units, 1 if _is_small(len(units), lambda: size) else count)

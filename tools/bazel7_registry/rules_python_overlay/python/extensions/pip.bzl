@@ -1,11 +1,12 @@
 """The Bazel 7.7.1 lane's stand-in for rules_python's `pip` extension.
 
 Debian's rules_python (0.22.1) has no `hub_name`, and a real `pip.parse`
-downloads wheels. On this offline lane each hub is a package of empty
+downloads wheels. On this offline lane each hub is a package of
 `py_library` targets, one per distribution the lock file names (normalized as
-rules_python names them: `@hub//pyyaml`, with a `:pkg` alias); the packages
-themselves come from Debian's Python in the sid root (python3-absl, -yaml,
--protobuf, -hypothesis, -grpc-tools). `bazel_runfiles` is the exception:
+rules_python names them: `@hub//pyyaml`, with a `:pkg` alias), each linking the
+distribution's modules and those of what it requires from Debian's Python in the
+sid root (python3-absl, -yaml, -protobuf, -hypothesis, -grpc-tools). Like a real
+hub's wheels, they reach a binary through its runfiles, whatever interpreter runs it. `bazel_runfiles` is the exception:
 Debian does not package it, so its target carries rules_python's own
 `runfiles` library under the import name the pip distribution uses.
 """
@@ -29,10 +30,53 @@ def _distributions(text):
             names.append(name)
     return names
 
+# Prints `<distribution>\t<path>` for every top-level module of each named
+# distribution and of the distributions it requires, transitively.
+_LIST_MODULES = """
+import importlib.metadata as md, re, sys
+def norm(name):
+    return re.sub(r"[-_.]+", "_", name).lower()
+def closure(name):
+    seen, todo = set(), [name]
+    while todo:
+        current = norm(todo.pop())
+        if current in seen:
+            continue
+        try:
+            dist = md.distribution(current)
+        except md.PackageNotFoundError:
+            continue
+        seen.add(current)
+        yield dist
+        for req in dist.requires or ():
+            if "extra ==" not in req:
+                todo.append(re.split(r"[^A-Za-z0-9._-]", req.strip(), maxsplit=1)[0])
+for name in sys.argv[1:]:
+    tops = set()
+    for dist in closure(name):
+        listed = (dist.read_text("top_level.txt") or "").split()
+        listed += [file.parts[0] for file in dist.files or ()]
+        for top in listed:
+            if top != ".." and not top.endswith((".dist-info", ".egg-info")) and top != "__pycache__":
+                for path in (dist.locate_file(top), dist.locate_file(top + ".py")):
+                    if path.exists():
+                        tops.add(str(path))
+    for top in sorted(tops):
+        print(name + "\\t" + top)
+"""
+
 _LIBRARY = """\
-# Empty: the package comes from the sid root's Debian Python (tools/bazel7 lane).
+# From the sid root's Debian Python (tools/bazel7 lane), on the PYTHONPATH of
+# whatever depends on it.
 py_library(
     name = "{name}",
+    srcs = glob(["site/**/*.py"], allow_empty = True),
+    data = glob(
+        ["site/**"],
+        exclude = ["site/**/*.py", "site/**/__pycache__/**"],
+        allow_empty = True,
+    ),
+    imports = ["site"],
     visibility = ["//visibility:public"],
 )
 
@@ -62,6 +106,13 @@ alias(
 def _hub_impl(rctx):
     rctx.file("WORKSPACE", "")
     rctx.file("BUILD.bazel", "")
+    listing = rctx.execute(["/usr/bin/python3", "-c", _LIST_MODULES] + rctx.attr.distributions)
+    if listing.return_code != 0:
+        fail("pip.parse: cannot list the sid root's Python packages: " + listing.stderr)
+    for line in listing.stdout.splitlines():
+        name, path = line.split("\t")
+        if name != "bazel_runfiles":
+            rctx.symlink(path, name + "/site/" + path.split("/")[-1])
     for name in rctx.attr.distributions:
         if name == "bazel_runfiles":
             for source in ["__init__.py", "runfiles.py"]:
@@ -98,7 +149,7 @@ def _pip_impl(module_ctx):
 
 pip = module_extension(
     implementation = _pip_impl,
-    doc = "`pip.parse` hubs of empty libraries; nothing is downloaded (tools/bazel7 lane).",
+    doc = "`pip.parse` hubs of the sid root's Debian packages; nothing is downloaded (tools/bazel7 lane).",
     tag_classes = {
         "parse": tag_class(
             attrs = {
