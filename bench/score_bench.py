@@ -65,7 +65,7 @@ def make_repo(copy: Path) -> None:
     """A git repository holding examples/monorepo, wired to this checkout."""
     shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("bazel-*", "__pycache__"))
     try:
-        wired_copy.wire_to_checkout(copy / "WORKSPACE", ROOT)
+        wired_copy.wire_copy(copy, ROOT)
         for args in (
             ("init", "-q", "-b", "main"),
             ("add", "-A"),

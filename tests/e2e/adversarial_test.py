@@ -130,7 +130,7 @@ class Monorepo:
         self.output_base = top / "output_base"
         self.bin = top / "bin"
         shutil.copytree(SOURCE, self.root, symlinks=True)
-        wired_copy.wire_to_checkout(self.root / "WORKSPACE", ROOT)
+        wired_copy.wire_copy(self.root, ROOT)
         _git(self.root, "init", "-q", "-b", "main")
         exclude = self.root / ".git" / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)

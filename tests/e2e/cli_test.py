@@ -91,7 +91,7 @@ class CliTest(absltest.TestCase):
         cls.elsewhere.mkdir()
         cls.repo = cls.tmp / "monorepo"
         shutil.copytree(EXAMPLE, cls.repo, ignore=shutil.ignore_patterns("bazel-*", "__pycache__"))
-        wired_copy.wire_to_checkout(cls.repo / "WORKSPACE", ROOT)
+        wired_copy.wire_copy(cls.repo, ROOT)
         _git(cls.repo, "init", "-q", "-b", "main")
         _git(cls.repo, "add", "-A")
         _git(cls.repo, "commit", "-q", "-m", "base: examples/monorepo")
