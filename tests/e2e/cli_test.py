@@ -75,6 +75,15 @@ def _processes_naming(path: Path) -> list[int]:
     return found
 
 
+def _output_base_of(output_base: Path, workspace: Path) -> bool:
+    """Whether Bazel made `output_base` for `workspace` (its DO_NOT_BUILD_HERE names it)."""
+    try:
+        named = (output_base / "DO_NOT_BUILD_HERE").read_text(encoding="utf-8").strip()
+    except OSError:
+        return False
+    return Path(named) == workspace
+
+
 def _report(path: Path) -> agent_gate_pb2.GateReport:
     return json_format.Parse(path.read_text(encoding="utf-8"), agent_gate_pb2.GateReport())
 
@@ -112,7 +121,11 @@ class CliTest(absltest.TestCase):
     def tearDownClass(cls):
         for worktree in (cls.cache / "agent_gate").glob("*/scoring"):
             if worktree.is_dir():
+                # Its output base is keyed by the worktree's path, so never used again.
+                _, output_base = bazel.server_info(bazel.find_bazel(), worktree)
                 bazel.shutdown(worktree)
+                if output_base is not None and _output_base_of(output_base, worktree):
+                    wired_copy.remove_tree(output_base)
         shutil.rmtree(cls.tmp, ignore_errors=True)
         super().tearDownClass()
 
