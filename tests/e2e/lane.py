@@ -13,10 +13,9 @@ from __future__ import annotations
 import os
 import unittest
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-BAZEL7 = ROOT / "tools" / "bazel7"
+from bazel7_workspace import BAZEL7
+
 # agent_gate.bazel.BAZEL_ENV, spelled out: this module is imported before sys.path has tools/.
 BAZEL_ENV = "AGENT_GATE_BAZEL"
 
