@@ -75,13 +75,13 @@ def _processes_naming(path: Path) -> list[int]:
     return found
 
 
-def _output_base_of(output_base: Path, workspace: Path) -> bool:
-    """Whether Bazel made `output_base` for `workspace` (its DO_NOT_BUILD_HERE names it)."""
+def _output_base_of(output_base: Path, cache: Path) -> bool:
+    """Whether Bazel made `output_base` for a workspace in `cache` (DO_NOT_BUILD_HERE names it)."""
     try:
         named = (output_base / "DO_NOT_BUILD_HERE").read_text(encoding="utf-8").strip()
     except OSError:
         return False
-    return Path(named) == workspace
+    return cache in Path(named).parents
 
 
 def _report(path: Path) -> agent_gate_pb2.GateReport:
@@ -113,6 +113,9 @@ class CliTest(absltest.TestCase):
             # The first score is cold (new worktree, new Bazel server), the second warm.
             cls.first = cls._timed_score("first", "promote_refactor.patch")
             cls.second = cls._timed_score("second", "promote_refactor.patch")
+            # Asked of the warm server now: asking in tearDownClass could start a cold one.
+            (scoring,) = (cls.cache / "agent_gate").glob("*/scoring")
+            cls.scoring_output_base = bazel.server_info(bazel.find_bazel(), scoring)[1]
         except BaseException:
             cls.tearDownClass()  # absltest skips it when setUpClass fails: no server may leak
             raise
@@ -121,11 +124,11 @@ class CliTest(absltest.TestCase):
     def tearDownClass(cls):
         for worktree in (cls.cache / "agent_gate").glob("*/scoring"):
             if worktree.is_dir():
-                # Its output base is keyed by the worktree's path, so never used again.
-                _, output_base = bazel.server_info(bazel.find_bazel(), worktree)
                 bazel.shutdown(worktree)
-                if output_base is not None and _output_base_of(output_base, worktree):
-                    wired_copy.remove_tree(output_base)
+        # The scoring worktree's output base is keyed by its path, so never used again.
+        output_base = getattr(cls, "scoring_output_base", None)
+        if output_base is not None and _output_base_of(output_base, cls.cache):
+            wired_copy.remove_tree(output_base)
         shutil.rmtree(cls.tmp, ignore_errors=True)
         super().tearDownClass()
 
