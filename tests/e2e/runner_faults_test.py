@@ -320,7 +320,7 @@ class RunnerFaultsTest(absltest.TestCase):
             self.assert_not_promoted(run)
             self.assertEqual(run.decision, "review")
             errors = "\n".join(run.report.errors)
-            self.assertRegex(errors, "is corrupt|does not hold runs 1 and 2")
+            self.assertRegex(errors, "is corrupt|is not runs 1 and 2 of this property")
             outcomes.append(run.decision)
         result.chmod(0o644)
         result.write_bytes(intact)
