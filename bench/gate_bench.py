@@ -21,6 +21,7 @@ the order of the two sides.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import statistics
@@ -29,10 +30,12 @@ import uuid
 from pathlib import Path
 
 from harness import (
+    BAZEL_4,
     Bazel,
     BenchError,
     Check,
     Context,
+    Lane,
     Plan,
     Profile,
     Section,
@@ -79,8 +82,8 @@ if __name__ == "__main__":
 '''
 
 
-def write_workspace(root: Path, plan: Plan) -> None:
-    consumer_workspace(root, "gate_bench")
+def write_workspace(root: Path, plan: Plan, lane: Lane = BAZEL_4) -> None:
+    consumer_workspace(root, "gate_bench", lane)
     (root / "BUILD.bazel").write_text("")
     count = max(plan.gate_counts)
     sleep = root / "sleep"
@@ -149,13 +152,21 @@ def _check_baseline(output: bytes, workspace: Path, flavour: str, count: int, si
             raise BenchError(f"baseline: {log} was not written by this run")
 
 
-def bench(ctx: Context) -> Section:
+def _phase(seconds: float) -> str:
+    # Bazel 7 interleaves analysis with execution: its profile has no analysis phase alone.
+    return "n/a (interleaved with execution)" if math.isnan(seconds) else f"{seconds:.2f} s"
+
+
+def bench(ctx: Context, lane: Lane = BAZEL_4) -> Section:
     plan = ctx.plan
-    section = Section(key="gate", title="2. Gate overhead")
-    workspace = ctx.scratch("gate") / "ws"
-    write_workspace(workspace, plan)
-    gate = Bazel(workspace, output_base=workspace.parent / "output-gate")
-    base = Bazel(workspace, output_base=workspace.parent / "output-baseline")
+    if lane.bzlmod:
+        section = Section(key="gate7", title=f"2b. Gate overhead on Bazel {lane.version}")
+    else:
+        section = Section(key="gate", title="2. Gate overhead")
+    workspace = ctx.scratch("gate", lane) / "ws"
+    write_workspace(workspace, plan, lane)
+    gate = Bazel(workspace, output_base=workspace.parent / "output-gate", lane=lane)
+    base = Bazel(workspace, output_base=workspace.parent / "output-baseline", lane=lane)
     profiles = workspace.parent / "profiles"
     profiles.mkdir()
     largest = max(plan.gate_counts)
@@ -226,7 +237,8 @@ def bench(ctx: Context) -> Section:
                 ours, theirs = Series(tuple(gate_s)), Series(tuple(base_s))
                 section.checks.append(
                     Check(
-                        f"gate overhead, {flavour}, N={count}: gate / runs_per_test=2",
+                        f"gate overhead, {flavour}, N={count}: gate / runs_per_test=2"
+                        + lane.suffix,
                         ratio(ours, theirs),
                         goal,
                     )
@@ -239,7 +251,7 @@ def bench(ctx: Context) -> Section:
                         theirs.show(),
                         ratio_spread(ours, theirs),
                         f"<= {goal}",
-                        f"{last['gate'].analysis_seconds:.2f} s",
+                        _phase(last["gate"].analysis_seconds),
                         Series(tuple(own_s)).show(),
                         f"{statistics.median(others):.2f}",
                     ]
@@ -288,6 +300,16 @@ def bench(ctx: Context) -> Section:
         "analysis cache is never discarded by the gate's changing flags. `.bazelrc`: "
         "`build --nosandbox_debug`, `build --incompatible_strict_action_env`; "
         "everything else Bazel's defaults (linux-sandbox, --jobs = cores).",
+        *(
+            [
+                f"Bazel {lane.version}: `bazel` is tools/bazel7 (a private mount namespace "
+                "around Debian sid's Bazel, with tools/bazel7.bazelrc: offline modules and the "
+                "defaults Bazel 8 and 9 flipped); the workspace is a bzlmod consumer "
+                '(`bazel_dep(name = "agent_gate")` and `local_path_override`).'
+            ]
+            if lane.bzlmod
+            else []
+        ),
         "`gate analysis` is the gate's loading-and-analysis phase: a fresh run id is a "
         "new configuration, so Bazel re-analyses on every gate run. `runs' own time` is "
         "the sum of both runs of every matched property as the runner timed them. "

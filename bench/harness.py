@@ -17,6 +17,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,12 +27,43 @@ ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ROOT / "tools"
 PYTHON = ROOT / ".venv" / "bin" / "python3"
 BAZEL = "/usr/bin/bazel"
+BAZEL7 = str(TOOLS / "bazel7")
 GIB = 1 << 30
 MIB = 1 << 20
 
 
 class BenchError(RuntimeError):
     """A benchmark could not measure what it claims: a command failed, digests differ."""
+
+
+@dataclass(frozen=True)
+class Lane:
+    """The Bazel a benchmark drives: Debian's 4.2.3 (WORKSPACE) or the 7.7.1 lane (bzlmod).
+
+    On 7.7.1, tools/bazel7 runs Debian sid's Bazel with tools/bazel7.bazelrc (offline
+    modules, and the defaults Bazel 8 and 9 flipped); its workspaces get a
+    MODULE.bazel and live outside /tmp, which Bazel 7's sandbox replaces with its own.
+    """
+
+    version: str
+    binary: str
+    bzlmod: bool
+
+    @property
+    def suffix(self) -> str:
+        """What a figure's name adds on this lane ("" on 4.2.3, which the goals were set on)."""
+        return f", Bazel {self.version}" if self.bzlmod else ""
+
+    def env(self) -> dict[str, str]:
+        """The environment of an `agent-gate` CLI that must run this lane's Bazel."""
+        env = dict(os.environ)
+        if self.bzlmod:
+            env["AGENT_GATE_BAZEL"] = self.binary
+        return env
+
+
+BAZEL_4 = Lane("4.2.3", BAZEL, bzlmod=False)
+BAZEL_7 = Lane("7.7.1", BAZEL7, bzlmod=True)
 
 
 def _scaled(value: int, scale: float, minimum: int) -> int:
@@ -106,7 +138,10 @@ class Context:
         stamp = time.strftime("%H:%M:%S")
         print(f"[{stamp}] {message}", file=sys.stderr, flush=True)
 
-    def scratch(self, name: str) -> Path:
+    def scratch(self, name: str, lane: Lane = BAZEL_4) -> Path:
+        """A new directory for one benchmark; for the 7.7.1 lane, one outside /tmp."""
+        if lane.bzlmod:
+            return Path(tempfile.mkdtemp(prefix=f"agent_gate-bench-{name}-", dir="/var/tmp"))
         path = self.workdir / name
         if path.exists():
             shutil.rmtree(path)
@@ -115,6 +150,8 @@ class Context:
 
     def discard(self, path: Path) -> None:
         if not self.keep:
+            # Bazel leaves read-only directories in its output bases.
+            subprocess.run(["chmod", "-R", "u+w", str(path)], capture_output=True, check=False)
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -312,17 +349,22 @@ class Bazel:
     """
 
     def __init__(
-        self, workspace: Path, output_base: Path | None = None, rc_file: Path | None = None
+        self,
+        workspace: Path,
+        output_base: Path | None = None,
+        rc_file: Path | None = None,
+        lane: Lane = BAZEL_4,
     ) -> None:
         self.workspace = workspace
         self.output_base = output_base
         self.rc_file = rc_file
+        self.lane = lane
         self._pid: int | None = None
         if rc_file is not None:
             rc_file.write_text("")
 
     def argv(self, *args: str) -> list[str]:
-        head = [BAZEL]
+        head = [self.lane.binary]
         if self.output_base is not None:
             head.append(f"--output_base={self.output_base}")
         if self.rc_file is not None:
@@ -386,9 +428,19 @@ class Bazel:
         run(self.argv("shutdown"), cwd=self.workspace, check=False)
 
 
-def consumer_workspace(directory: Path, name: str) -> None:
-    """WORKSPACE and .bazelrc of a consumer of agent_gate, as docs/rules.md tells users."""
+def consumer_workspace(directory: Path, name: str, lane: Lane = BAZEL_4) -> None:
+    """WORKSPACE (or, on Bazel 7, MODULE.bazel) and .bazelrc of a consumer of agent_gate,
+    as docs/rules.md and the README tell users."""
     directory.mkdir(parents=True, exist_ok=True)
+    if lane.bzlmod:
+        (directory / "MODULE.bazel").write_text(
+            f'module(name = "{name}")\n\n'
+            'bazel_dep(name = "agent_gate", version = "0.1.0")\n'
+            f'local_path_override(\n    module_name = "agent_gate",\n    path = "{ROOT}",\n)\n\n'
+            'bazel_dep(name = "rules_python", version = "0.31.0")\n'
+            'bazel_dep(name = "rules_shell", version = "0.2.0")\n'
+        )
+        (directory / "WORKSPACE.bzlmod").write_text("")
     (directory / "WORKSPACE").write_text(
         f'workspace(name = "{name}")\n\n'
         f'local_repository(\n    name = "agent_gate",\n    path = "{ROOT}",\n)\n\n'
@@ -457,7 +509,11 @@ class Profile:
 
 
 def read_profile(path: Path) -> Profile:
-    """Parse the JSON trace `bazel --profile=FILE` writes (Bazel 4.2.3 format)."""
+    """Parse the JSON trace `bazel --profile=FILE` writes (Bazel 4.2.3 and 7 formats).
+
+    Bazel 7 marks one phase "Load, analyze dependencies and build artifacts": its
+    analysis time alone is then NaN.
+    """
     data = json.loads(path.read_text())
     events = data["traceEvents"] if isinstance(data, dict) else data
     markers: dict[str, float] = {}
@@ -505,6 +561,7 @@ def machine_facts() -> list[tuple[str, str]]:
     facts.append(("Kernel", f"{platform.system()} {platform.release()}"))
     facts.append(("Python", sys.version.split()[0]))
     facts.append(("Bazel", _bazel_version()))
+    facts.append(("Bazel, 7.7.1 lane", _lane_version()))
     for name, argv in (
         ("OpenSSL", ["openssl", "version"]),
         ("coreutils", ["sha256sum", "--version"]),
@@ -535,6 +592,18 @@ def _bazel_version() -> str:
     except OSError:
         package = ""
     return f"{shown} (Debian {package})" if package else shown
+
+
+def _lane_version() -> str:
+    """`tools/bazel7 --version`: Debian sid's bazel-bootstrap in the lane's sid root."""
+    try:
+        done = subprocess.run(
+            [BAZEL7, "--version"], capture_output=True, text=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"not available ({error})"
+    shown = done.stdout.strip() or done.stderr.strip()[-200:]
+    return f"{shown} (tools/bazel7: Debian sid bazel-bootstrap, in tools/bootstrap_bazel7's root)"
 
 
 def load_average() -> str:

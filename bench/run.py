@@ -26,7 +26,18 @@ import evaluator_bench
 import gate_bench
 import score_bench
 import seal_bench
-from harness import ROOT, BenchError, Context, Plan, Section, Table, load_average, machine_facts
+from harness import (
+    BAZEL_4,
+    BAZEL_7,
+    ROOT,
+    BenchError,
+    Context,
+    Plan,
+    Section,
+    Table,
+    load_average,
+    machine_facts,
+)
 
 BENCHMARKS: dict[str, Callable[[Context], Section]] = {
     "seal": seal_bench.bench,
@@ -34,7 +45,12 @@ BENCHMARKS: dict[str, Callable[[Context], Section]] = {
     "evaluator": evaluator_bench.bench,
     "analysis": analysis_bench.bench,
     "score": score_bench.bench,
+    # The same two on the Bazel 7.7.1 lane (tools/bazel7, bzlmod).
+    "gate7": lambda ctx: gate_bench.bench(ctx, BAZEL_7),
+    "score7": lambda ctx: score_bench.bench(ctx, BAZEL_7),
 }
+# Benchmarks run on both lanes: (4.2.3 section key, 7.7.1 section key).
+BOTH_LANES = (("gate", "gate7"), ("score", "score7"))
 
 # Benchmarks that are not measured yet, and why: listed, never faked.
 NOT_MEASURED: tuple[tuple[str, str], ...] = ()
@@ -117,6 +133,35 @@ def _section_markdown(section: Section) -> list[str]:
     return lines
 
 
+def _side_by_side(sections: Sequence[Section]) -> list[str]:
+    """The figures measured on both Bazel lanes, one row each: 4.2.3 beside 7.7.1."""
+    by_key = {section.key: section for section in sections}
+    table = Table(["figure", f"Bazel {BAZEL_4.version}", f"Bazel {BAZEL_7.version}", "goal"])
+    for old, new in BOTH_LANES:
+        if old not in by_key or new not in by_key:
+            continue
+        later = {check.name: check for check in by_key[new].checks}
+        for check in by_key[old].checks:
+            other = later.get(check.name + BAZEL_7.suffix)
+            if other is None:
+                continue
+            table.rows.append(
+                [check.name, check.value_text(), other.value_text(), check.goal_text()]
+            )
+    if not table.rows:
+        return []
+    return [
+        "## Both Bazel versions side by side",
+        "",
+        f"The same benchmarks in the same run, on Debian's Bazel {BAZEL_4.version} "
+        f"(WORKSPACE) and on the Bazel {BAZEL_7.version} lane (tools/bazel7: bzlmod, the "
+        "defaults Bazel 8 and 9 flipped); sections 2b and 5b have the details.",
+        "",
+        table.markdown(),
+        "",
+    ]
+
+
 def render(
     sections: Sequence[Section],
     *,
@@ -154,6 +199,7 @@ def render(
                 ]
             )
     lines += [summary.markdown(), ""]
+    lines += _side_by_side(sections)
     missing = [section.title for section in sections if not section.checks]
     if missing:
         lines += [f"No figures (failed, see below): {', '.join(missing)}.", ""]

@@ -22,21 +22,23 @@ time goes.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from harness import (
+    BAZEL_4,
     ROOT,
     Bazel,
     BenchError,
     Check,
     Context,
+    Lane,
     Section,
     Series,
     Table,
@@ -65,7 +67,7 @@ def make_repo(copy: Path) -> None:
     """A git repository holding examples/monorepo, wired to this checkout."""
     shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("bazel-*", "__pycache__"))
     try:
-        wired_copy.wire_to_checkout(copy / "WORKSPACE", ROOT)
+        wired_copy.wire_copy(copy, ROOT)
         for args in (
             ("init", "-q", "-b", "main"),
             ("add", "-A"),
@@ -140,10 +142,34 @@ def _run_id(report: Path) -> str:
     return data.get("run_id", data.get("runId", ""))
 
 
-def bench(ctx: Context) -> Section:
+def _shutdown_and_remove(server: Bazel) -> None:
+    """Stop the scoring worktree's server and delete its output base: no later run uses it.
+
+    The CLI runs Bazel with its default output base, keyed by the worktree's path; it is
+    deleted only when Bazel's DO_NOT_BUILD_HERE names that worktree.
+    """
+    found = server(*("info", "output_base"), check=False)[1].stdout.decode().strip()
+    server.shutdown()
+    output_base = Path(found) if found else None
+    if output_base is None:
+        return
+    try:
+        named = (output_base / "DO_NOT_BUILD_HERE").read_text().strip()
+    except OSError:
+        return
+    if Path(named) == server.workspace:
+        subprocess.run(["chmod", "-R", "u+w", str(output_base)], capture_output=True, check=False)
+        shutil.rmtree(output_base, ignore_errors=True)
+
+
+def bench(ctx: Context, lane: Lane = BAZEL_4) -> Section:
     plan = ctx.plan
-    section = Section(key="score", title="5. Second-score cost of the CLI")
-    scratch = ctx.scratch("score")
+    if lane.bzlmod:
+        title = f"5b. Second-score cost of the CLI on Bazel {lane.version}"
+        section = Section(key="score7", title=title)
+    else:
+        section = Section(key="score", title="5. Second-score cost of the CLI")
+    scratch = ctx.scratch("score", lane)
     copy = scratch / "monorepo"
     reports = scratch / "reports"
     reports.mkdir()
@@ -151,9 +177,9 @@ def bench(ctx: Context) -> Section:
     # The scoring worktree lives in the cache directory; not under /tmp, which every
     # sandboxed action gets as a private tmpfs (the CLI refuses a worktree there).
     cache = Path(tempfile.mkdtemp(prefix="agent_gate-bench-cache-", dir="/var/tmp"))
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    env = {**lane.env(), "XDG_CACHE_HOME": str(cache)}
     scoring = cache / "agent_gate" / "none" / "scoring"
-    server = Bazel(scoring)
+    server = Bazel(scoring, lane=lane)
     baseline = [
         "test",
         "--runs_per_test=2",
@@ -164,7 +190,7 @@ def bench(ctx: Context) -> Section:
         ctx.log("score: first score (untimed: creates the scoring worktree, starts its server)")
         first, _ = timed(_score_argv(copy, reports / "first.json"), env=env)
         (scoring,) = (cache / "agent_gate").glob("*/scoring")
-        server = Bazel(scoring)
+        server = Bazel(scoring, lane=lane)
         _check_score(reports / "first.json", scoring)
         if plan.warmup:
             server(*baseline)
@@ -197,13 +223,17 @@ def bench(ctx: Context) -> Section:
         base_bazel = bazel_elapsed(base_log.decode(errors="replace"))
     finally:
         if scoring.is_dir():
-            server.shutdown()
+            _shutdown_and_remove(server)
         ctx.discard(scratch)
         shutil.rmtree(cache, ignore_errors=True)
 
     ours, theirs = Series(tuple(ours_s)), Series(tuple(theirs_s))
     section.checks.append(
-        Check("second score: agent-gate score / runs_per_test=2 alone", ratio(ours, theirs), GOAL)
+        Check(
+            "second score: agent-gate score / runs_per_test=2 alone" + lane.suffix,
+            ratio(ours, theirs),
+            GOAL,
+        )
     )
     table = Table(
         [

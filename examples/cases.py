@@ -237,7 +237,7 @@ class ExampleWorkspace:
             raise CaseError(f"{root} exists; give a new directory for the example workspace")
         shutil.copytree(example, root, ignore=_COPY_IGNORE, symlinks=True)
         try:
-            wired_copy.wire_to_checkout(root / "WORKSPACE", repo_root)
+            wired_copy.wire_copy(root, repo_root)
         except wired_copy.CopyError as error:
             raise CaseError(str(error)) from None
         _git(root, "init", "-q")

@@ -21,6 +21,10 @@ from typing import Any
 LOCAL_REPOSITORY = re.compile(
     r'(local_repository\(\s*name\s*=\s*"agent_gate"\s*,\s*path\s*=\s*)"[^"]*"'
 )
+# The bzlmod entry (Bazel >= 7) names the checkout the same way.
+LOCAL_PATH_OVERRIDE = re.compile(
+    r'(local_path_override\(\s*module_name\s*=\s*"agent_gate"\s*,\s*path\s*=\s*)"[^"]*"'
+)
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "agent_gate example",
     "GIT_AUTHOR_EMAIL": "agent-gate@example.invalid",
@@ -36,16 +40,28 @@ class CopyError(Exception):
 
 def wire_to_checkout(workspace_file: Path, checkout: Path) -> None:
     """Point the file's one `local_repository(name = "agent_gate")` at `checkout`."""
-    text = workspace_file.read_text(encoding="utf-8")
-    wired, count = LOCAL_REPOSITORY.subn(
-        lambda match: f'{match.group(1)}"{checkout.as_posix()}"', text
-    )
+    _wire(workspace_file, checkout, LOCAL_REPOSITORY, 'local_repository(name = "agent_gate"')
+
+
+def wire_copy(root: Path, checkout: Path) -> None:
+    """Point a copied workspace's WORKSPACE, and its MODULE.bazel if it has one, at `checkout`.
+
+    Both entries are wired, so the one copy runs on either Bazel lane (WORKSPACE
+    on 4.2.3, bzlmod on 7.7.1).
+    """
+    wire_to_checkout(root / "WORKSPACE", checkout)
+    module = root / "MODULE.bazel"
+    if module.is_file():
+        what = 'local_path_override(module_name = "agent_gate"'
+        _wire(module, checkout, LOCAL_PATH_OVERRIDE, what)
+
+
+def _wire(path: Path, checkout: Path, pattern: re.Pattern[str], what: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    wired, count = pattern.subn(lambda match: f'{match.group(1)}"{checkout.as_posix()}"', text)
     if count != 1:
-        raise CopyError(
-            f'{workspace_file} has no local_repository(name = "agent_gate", path = ...) '
-            "to point at this checkout"
-        )
-    workspace_file.write_text(wired, encoding="utf-8")
+        raise CopyError(f"{path} has no {what}, path = ...) to point at this checkout")
+    path.write_text(wired, encoding="utf-8")
 
 
 def git(

@@ -95,6 +95,11 @@ def _say(message: str) -> None:
 _git = wired_copy.git
 
 
+def _main_repo_labels(labels) -> list[str]:
+    """Labels as `//pkg:name`: Bazel 7 with bzlmod spells the main repository's `@@//pkg:name`."""
+    return [label.removeprefix("@@") for label in labels]
+
+
 @dataclass
 class Scored:
     """One `agent-gate score` of one candidate patch."""
@@ -130,7 +135,7 @@ class Monorepo:
         self.output_base = top / "output_base"
         self.bin = top / "bin"
         shutil.copytree(SOURCE, self.root, symlinks=True)
-        wired_copy.wire_to_checkout(self.root / "WORKSPACE", ROOT)
+        wired_copy.wire_copy(self.root, ROOT)
         _git(self.root, "init", "-q", "-b", "main")
         exclude = self.root / ".git" / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
@@ -810,6 +815,40 @@ _agree_with_the_fixture()
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
         self.assertIn("user.bazelrc", scored.guarded())
 
+    def test_workspace_bazelrc_edit_forges_the_verdict_with_run_under(self):
+        """The patch appends `--run_under=/bin/true` to the workspace .bazelrc itself."""
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            with (root / ".bazelrc").open("a") as rc:
+                rc.write("test --run_under=/bin/true\n")
+
+        scored = self.run_case("workspace_bazelrc_run_under", edit)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn(".bazelrc", scored.guarded())
+
+    def test_included_module_file_reconfigures_bazel(self):
+        """MODULE.bazel include()s a `*.MODULE.bazel` file in a locality; a patch edits it.
+
+        Bazel >= 7.2 reads the included file as part of the root module (its deps,
+        overrides, toolchains), so it is Bazel configuration like MODULE.bazel itself,
+        even beside a change every property passes.
+        """
+
+        def setup(root: Path) -> None:
+            with (root / "MODULE.bazel").open("a") as module:
+                module.write('\ninclude("//lib/calc:calc.MODULE.bazel")\n')
+            _write(root, "lib/calc/calc.MODULE.bazel", "# calc's own module dependencies.\n")
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            with (root / "lib/calc/calc.MODULE.bazel").open("a") as included:
+                included.write('bazel_dep(name = "rules_shell", version = "0.2.0")\n')
+
+        scored = self.run_case("included_module_file", edit, setup=setup)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn("lib/calc/calc.MODULE.bazel", scored.guarded())
+
     # --- every touched path needs a voter, every predicate is guarded ------------------
 
     def test_ci_workflow_rides_along_with_a_harmless_change(self):
@@ -919,12 +958,12 @@ _agree_with_the_fixture()
         )
         self.addCleanup(lambda: _git(root, "checkout", "--", "lib/calc/BUILD.bazel"))
         output_base = self.repo.top / "plain_output_base"
-        self.addCleanup(bazel_lib.shutdown, root, bazel=REAL_BAZEL, output_base=output_base)
+        # The lane's Bazel (bazel_lib.find_bazel), as the CLI would run it.
+        self.addCleanup(bazel_lib.shutdown, root, output_base=output_base)
         run = bazel_lib.run_gate(
             root,
             changed_paths=["lib/calc/BUILD.bazel"],
             run_id=bazel_lib.new_run_id("plain"),
-            bazel=REAL_BAZEL,
             output_base=output_base,
             work_dir=self.repo.top / "plain_run",
         )
@@ -933,7 +972,10 @@ _agree_with_the_fixture()
         self.assertEqual(run.report.decision, "review")
         self.assertNotEqual(run.exit_code, 0)
         self.assertTrue(
-            any("//lib/calc:pwn (local = True)" in t for t in run.report.unsandboxed_targets),
+            any(
+                t.startswith("//lib/calc:pwn (local = True)")
+                for t in _main_repo_labels(run.report.unsandboxed_targets)
+            ),
             run.report.unsandboxed_targets,
         )
         self.assertEqual(run.report.rows[0].classification, "not_run")
@@ -1019,7 +1061,9 @@ _agree_with_the_fixture()
         # The rule set names it and never builds the test whose closure holds it.
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
         named = [
-            t for t in scored.report.unsandboxed_targets if t.startswith(f"//lib/calc:pwn_{mark} (")
+            t
+            for t in _main_repo_labels(scored.report.unsandboxed_targets)
+            if t.startswith(f"//lib/calc:pwn_{mark} (")
         ]
         self.assertNotEmpty(named, scored.report.unsandboxed_targets)
         self.assertEqual(scored.rows()["calc.sums"].classification, "not_run")
@@ -1030,6 +1074,12 @@ _agree_with_the_fixture()
 
     def test_base_rule_that_opts_out_runs_in_the_sandbox_anyway(self):
         self._escaping_genrule_case("base_rule_no_sandbox", "", base_rule=True)
+
+    def test_genrule_with_exec_properties_runs_in_the_sandbox_anyway(self):
+        self._escaping_genrule_case(
+            "genrule_exec_properties",
+            'exec_properties = {"no-sandbox": "1", "requires-network": "1"},',
+        )
 
     def test_genrule_tagged_no_sandbox_runs_in_the_sandbox_anyway(self):
         self._escaping_genrule_case(

@@ -2,7 +2,8 @@
 
 `bench/run --scale 0.0001 --reps 1` runs each benchmark end to end (a few KiB of
 seal trees, N = 1 gate runs, a 2-target analysis workspace, a 10 x 100
-evaluator, a cold and two warm scores of the CLI's example patch), with every
+evaluator, a cold and two warm scores of the CLI's example patch; the gate and
+score benchmarks on the Bazel 7.7.1 lane too), with every
 correctness check the full run makes (same digest as the coreutils pipeline, each
 gate run fresh and passing, each baseline test run twice), and writes the results
 file. The figures of a smoke run mean nothing;
@@ -37,7 +38,13 @@ FIGURES = (
     "analysis, K=2, none matched",
     "analysis, K=2, tests in another package",
     "second score: agent-gate score / runs_per_test=2 alone",
+    # The Bazel 7.7.1 lane's (tools/bazel7, bzlmod).
+    "gate overhead, sleep, N=1: gate / runs_per_test=2, Bazel 7.7.1",
+    "gate overhead, work, N=1: gate / runs_per_test=2, Bazel 7.7.1",
+    "second score: agent-gate score / runs_per_test=2 alone, Bazel 7.7.1",
 )
+# Where the 7.7.1 lane's benchmarks make their scratch (outside /tmp).
+LANE_SCRATCH = Path("/var/tmp")
 
 
 class BenchSmokeTest(absltest.TestCase):
@@ -47,6 +54,7 @@ class BenchSmokeTest(absltest.TestCase):
 
     def test_every_benchmark_runs_at_tiny_size(self):
         out = self.tmp / "RESULTS.md"
+        lane_before = set(LANE_SCRATCH.glob("agent_gate-bench-*"))
         started = time.monotonic()
         result = subprocess.run(
             [
@@ -77,11 +85,17 @@ class BenchSmokeTest(absltest.TestCase):
             self.assertIn(f"## {title}", text)
         self.assertIn("## 4. Analysis scale", text)
         self.assertIn("## 5. Second-score cost of the CLI", text)
+        self.assertIn("## 2b. Gate overhead on Bazel 7.7.1", text)
+        self.assertIn("## 5b. Second-score cost of the CLI on Bazel 7.7.1", text)
+        self.assertIn("## Both Bazel versions side by side", text)
+        self.assertIn("| gate overhead, work, N=1: gate / runs_per_test=2 | ", text)
         self.assertIn("| step | seconds |", text)  # the CLI's timing breakdown
         self.assertIn("## Machine", text)
         # Each benchmark cleaned up its trees and workspaces (their servers are shut down).
         leftovers = sorted(p.name for p in (self.tmp / "work").iterdir())
         self.assertEqual(leftovers, [], leftovers)
+        lane_left = sorted(set(LANE_SCRATCH.glob("agent_gate-bench-*")) - lane_before)
+        self.assertEqual(lane_left, [], "the 7.7.1 lane's scratch was left behind")
         print(f"bench smoke run: {elapsed:.1f} s", file=sys.stderr)
 
     def test_default_plan_is_the_documented_full_size(self):
@@ -95,7 +109,8 @@ class BenchSmokeTest(absltest.TestCase):
         self.assertEqual(plan.analysis_counts, (1_000, 5_000))
         self.assertEqual(plan.score_reps, 5)
         self.assertEqual(
-            set(bench_run.BENCHMARKS), {"seal", "gate", "evaluator", "analysis", "score"}
+            set(bench_run.BENCHMARKS),
+            {"seal", "gate", "evaluator", "analysis", "score", "gate7", "score7"},
         )
 
     def test_partial_runs_never_replace_the_committed_results(self):

@@ -75,6 +75,15 @@ def _processes_naming(path: Path) -> list[int]:
     return found
 
 
+def _output_base_of(output_base: Path, cache: Path) -> bool:
+    """Whether Bazel made `output_base` for a workspace in `cache` (DO_NOT_BUILD_HERE names it)."""
+    try:
+        named = (output_base / "DO_NOT_BUILD_HERE").read_text(encoding="utf-8").strip()
+    except OSError:
+        return False
+    return cache in Path(named).parents
+
+
 def _report(path: Path) -> agent_gate_pb2.GateReport:
     return json_format.Parse(path.read_text(encoding="utf-8"), agent_gate_pb2.GateReport())
 
@@ -91,7 +100,7 @@ class CliTest(absltest.TestCase):
         cls.elsewhere.mkdir()
         cls.repo = cls.tmp / "monorepo"
         shutil.copytree(EXAMPLE, cls.repo, ignore=shutil.ignore_patterns("bazel-*", "__pycache__"))
-        wired_copy.wire_to_checkout(cls.repo / "WORKSPACE", ROOT)
+        wired_copy.wire_copy(cls.repo, ROOT)
         _git(cls.repo, "init", "-q", "-b", "main")
         _git(cls.repo, "add", "-A")
         _git(cls.repo, "commit", "-q", "-m", "base: examples/monorepo")
@@ -104,6 +113,9 @@ class CliTest(absltest.TestCase):
             # The first score is cold (new worktree, new Bazel server), the second warm.
             cls.first = cls._timed_score("first", "promote_refactor.patch")
             cls.second = cls._timed_score("second", "promote_refactor.patch")
+            # Asked of the warm server now: asking in tearDownClass could start a cold one.
+            (scoring,) = (cls.cache / "agent_gate").glob("*/scoring")
+            cls.scoring_output_base = bazel.server_info(bazel.find_bazel(), scoring)[1]
         except BaseException:
             cls.tearDownClass()  # absltest skips it when setUpClass fails: no server may leak
             raise
@@ -113,6 +125,10 @@ class CliTest(absltest.TestCase):
         for worktree in (cls.cache / "agent_gate").glob("*/scoring"):
             if worktree.is_dir():
                 bazel.shutdown(worktree)
+        # The scoring worktree's output base is keyed by its path, so never used again.
+        output_base = getattr(cls, "scoring_output_base", None)
+        if output_base is not None and _output_base_of(output_base, cls.cache):
+            wired_copy.remove_tree(output_base)
         shutil.rmtree(cls.tmp, ignore_errors=True)
         super().tearDownClass()
 

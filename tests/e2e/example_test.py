@@ -27,6 +27,7 @@ from agent_gate.drive import protogen  # noqa: E402
 protogen.ensure_proto_importable()
 
 import cases  # noqa: E402
+import lane  # noqa: E402
 from absl.testing import absltest, parameterized  # noqa: E402
 
 from agent_gate.drive import bazel  # noqa: E402
@@ -57,12 +58,13 @@ def _timed(name: str, started: float) -> None:
 
 def setUpModule() -> None:
     _state["started"] = time.monotonic()
-    top = Path(tempfile.mkdtemp(prefix="agent_gate_e2e-"))
+    # Not below /tmp: Bazel 7's sandbox mounts its own /tmp over the workspace.
+    top = Path(tempfile.mkdtemp(prefix="agent_gate_e2e-", dir="/var/tmp"))
     _state["top"] = top
     _state["workspace"] = cases.ExampleWorkspace.create(
         top / "monorepo", output_base=top / "output_base"
     )
-    _say(f"  e2e: example workspace {top / 'monorepo'}")
+    _say(f"  e2e: example workspace {top / 'monorepo'} on {lane.name()}")
 
 
 def tearDownModule() -> None:

@@ -1,4 +1,4 @@
-"""Flags through the rc file round-trip exactly under the real Bazel 4.2.3.
+"""Flags through the rc file round-trip exactly under the real Bazel (4.2.3, and 7.7.1).
 
 Past 64 KiB the CLI hands the gate its flags in an rc file (`bazel.write_rc_file`).
 Bazel's rc tokenizer takes a backslash as an escape even inside single quotes, and
@@ -84,6 +84,8 @@ class RcRoundTripTest(absltest.TestCase):
         cls.workspace = cls.top / "ws"
         cls.workspace.mkdir()
         (cls.workspace / "WORKSPACE").write_text("")
+        # The bzlmod entry, for the Bazel 7.7.1 lane (bazel7_rc_roundtrip_test.py).
+        (cls.workspace / "MODULE.bazel").write_text('module(name = "rc_roundtrip")\n')
         (cls.workspace / "defs.bzl").write_text(DEFS)
         names = [f"s{index}" for index in range(SETTINGS)]
         (cls.workspace / "BUILD").write_text(

@@ -98,13 +98,15 @@ def _orphans() -> list[int]:
 
 
 def setUpModule() -> None:
-    top = Path(tempfile.mkdtemp(prefix="agent_gate-runner-faults-")).resolve()
+    # Not below /tmp: Bazel 7's sandbox mounts its own /tmp over the workspace.
+    top = Path(tempfile.mkdtemp(prefix="agent_gate-runner-faults-", dir="/var/tmp")).resolve()
     workspace = top / "runner_faults"
     shutil.copytree(SOURCE, workspace)
-    workspace_file = workspace / "WORKSPACE"
-    workspace_file.write_text(
-        workspace_file.read_text().replace('path = "../../../.."', f'path = "{ROOT}"')
-    )
+    for entry in ("WORKSPACE", "MODULE.bazel"):  # the 4.2.3 and the 7.7.1 lane's
+        entry_file = workspace / entry
+        entry_file.write_text(
+            entry_file.read_text().replace('path = "../../../.."', f'path = "{ROOT}"')
+        )
     _state.update(top=top, workspace=workspace, output_base=top / "output_base")
     _say(f"  runner faults: workspace {workspace}")
 
@@ -318,7 +320,7 @@ class RunnerFaultsTest(absltest.TestCase):
             self.assert_not_promoted(run)
             self.assertEqual(run.decision, "review")
             errors = "\n".join(run.report.errors)
-            self.assertRegex(errors, "is corrupt|does not hold runs 1 and 2")
+            self.assertRegex(errors, "is corrupt|is not runs 1 and 2 of this property")
             outcomes.append(run.decision)
         result.chmod(0o644)
         result.write_bytes(intact)

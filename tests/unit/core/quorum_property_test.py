@@ -69,6 +69,7 @@ FILE_NAMES = (
     "defs.bzl",
     "conftest.py",
     "x.pth",
+    "deps.MODULE.bazel",
 )
 UNOBSERVED_OK = ("docs", "a/b", "t", "e", "c", "b")
 BAD_PREFIXES = ("/abs", "a/../b", "", "a//b", ".", "a\\b")
@@ -407,6 +408,8 @@ def blockers(inputs: GateInputs) -> list[str]:
             found.append(f"guarded BUILD file {path}")
         if name.endswith(".bzl"):
             found.append(f"Starlark file {path}")
+        if name.endswith(".MODULE.bazel"):
+            found.append(f"included module file {path}")
         near = any(
             (folder == "" and directory == "") or (folder and _covers(folder, directory))
             for folder in beside

@@ -321,6 +321,14 @@ class ReviewGuardTest(absltest.TestCase):
         report = gate(["store/counters/inc.py", "store/counters/conftest_data.py"])
         self.assertEqual(report.decision, "promote", list(report.reasons))
 
+    def test_included_module_files_anywhere(self):
+        for path in ("store/counters/deps.MODULE.bazel", "x.MODULE.bazel"):
+            with self.subTest(path=path):
+                report = gate(["store/counters/inc.py", path], unobserved_ok=("x.MODULE.bazel",))
+                self.assert_guarded(report, path, "include()")
+        report = gate(["store/counters/inc.py", "store/counters/MODULE.md"])
+        self.assertEqual(report.decision, "promote", list(report.reasons))
+
     def test_rule_set_path(self):
         for path in ("rules/private/impl.bzl", "tools/agent_gate/core/quorum.py", "MODULE.bazel"):
             with self.subTest(path=path):

@@ -157,9 +157,17 @@ class ControlPathsTest(absltest.TestCase):
             "WORKSPACE.bzlmod",
             "m/MODULE.bazel",
             "MODULE.bazel.lock",
+            "lib/calc/calc.MODULE.bazel",
             "r/REPO.bazel",
         ]
-        plain = ["lib/calc.py", "tools/bazel.md", "docs/bazel", "lib/bazelrc.py", "BUILD.bazel"]
+        plain = [
+            "lib/calc.py",
+            "tools/bazel.md",
+            "docs/bazel",
+            "lib/bazelrc.py",
+            "BUILD.bazel",
+            "docs/MODULE.md",
+        ]
         self.assertEqual(applied_tree.control_paths(self.root, control + plain), control)
         for path in control:
             self.assertTrue(bazel.is_bazel_control(path), path)

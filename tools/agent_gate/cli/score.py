@@ -247,7 +247,8 @@ def control_report(
         shown = ", ".join(_printable(path) for path in control[:_NAMES_SHOWN])
         added.append(
             f"review: the diff touches {shown}, which decide how Bazel itself runs or define "
-            "the gate (launcher, rc files, WORKSPACE, MODULE.bazel, .bazelignore, .bazelversion, "
+            "the gate (launcher, rc files, WORKSPACE, MODULE.bazel and the *.MODULE.bazel it "
+            "includes, .bazelignore, .bazelversion, "
             "Starlark, the rule set); the gate is not run on a patch that could replace it: a "
             "human must look"
         )

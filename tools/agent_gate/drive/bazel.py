@@ -72,12 +72,14 @@ _SERVERS: dict[str, Path] = {}
 # Files that decide how Bazel itself runs, by name wherever they are (a nested
 # workspace, a directory a symlink points into): the `tools/bazel` hook of the
 # `bazel` launcher and of bazelisk, the Bazel version, the ignore list, the
-# repository definitions (which can point @agent_gate elsewhere) and every rc file
+# repository definitions (which can point @agent_gate elsewhere; with Bazel >= 7.2
+# that includes every `*.MODULE.bazel` a MODULE.bazel `include()`s) and every rc file
 # (`.bazelrc`, an imported `user.bazelrc`, ...). A tree whose diff touches one could
 # replace the gate or rewrite its verdict from outside it, so it is never run (see
 # docs/threat-model.md).
 BAZEL_CONTROL_NAMES = (".bazelignore", ".bazelversion", ".bazeliskrc", "REPO.bazel")
 BAZEL_CONTROL_PREFIXES = ("WORKSPACE", "MODULE.bazel")
+BAZEL_CONTROL_SUFFIXES = ("bazelrc", ".MODULE.bazel")
 BAZEL_LAUNCHER_HOOK = "tools/bazel"
 
 
@@ -90,7 +92,7 @@ def is_bazel_control(path: str) -> bool:
     return (
         name in BAZEL_CONTROL_NAMES
         or name.startswith(BAZEL_CONTROL_PREFIXES)
-        or name.endswith("bazelrc")
+        or name.endswith(BAZEL_CONTROL_SUFFIXES)
         or parts[-2:] == BAZEL_LAUNCHER_HOOK.split("/")
     )
 

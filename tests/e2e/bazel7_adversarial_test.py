@@ -1,0 +1,54 @@
+"""adversarial_test on the Bazel 7.7.1 lane: the cases whose outcome depends on Bazel.
+
+The same harness as tests/e2e/adversarial_test.py, with tools/bazel7 as the
+Bazel the CLI runs: the monorepo under attack is built from its MODULE.bazel,
+with the defaults Bazel 8 and 9 flipped (tools/bazel7.bazelrc). What runs here:
+actions that opt out of the sandbox (`local = 1`, no-sandbox tags,
+exec_properties, a base rule's execution requirements, and a plain `bazel test`
+of an unsandboxed closure), rc-file routes (the workspace .bazelrc, an imported
+rc file with --run_under, a nested rc file, the flags of a path list past
+64 KiB through an rc file with crafted names), launcher routes (a tools/bazel,
+a symlinked tools directory, a symlink loop), and an included `*.MODULE.bazel`.
+The lane has no launcher: tools/bazel7 execs the sid root's Bazel binary, so
+the case of a launcher committed at the base (Debian's 4.2.3 `bazel` script)
+runs on the 4.2.3 lane only. One scoring worktree and so one server.
+
+Needs root and the sid root (tools/bootstrap_bazel7).
+Run: .venv/bin/python3 tests/e2e/bazel7_adversarial_test.py
+"""
+
+import lane
+
+lane.use_bazel7()
+
+from absl.testing import absltest  # noqa: E402
+from adversarial_test import AdversarialTest  # noqa: E402
+
+LANE_TESTS = {
+    AdversarialTest: (
+        # sandbox opt-outs
+        "test_genrule_with_local_runs_in_the_sandbox_anyway",
+        "test_genrule_tagged_no_sandbox_runs_in_the_sandbox_anyway",
+        "test_genrule_with_exec_properties_runs_in_the_sandbox_anyway",
+        "test_base_rule_that_opts_out_runs_in_the_sandbox_anyway",
+        "test_plain_bazel_test_refuses_an_unsandboxed_closure_without_running_it",
+        # rc-file routes
+        "test_workspace_bazelrc_edit_forges_the_verdict_with_run_under",
+        "test_imported_rc_file_forges_the_verdict_with_run_under",
+        "test_nested_bazel_configuration_files_anywhere",
+        "test_crafted_names_through_the_rc_file_keep_every_later_path",
+        "test_included_module_file_reconfigures_bazel",
+        # launcher routes
+        "test_repository_bazel_launcher_forges_the_verdict",
+        "test_directory_symlink_makes_a_launcher_of_a_locality_file",
+        "test_symlink_loop_through_the_launcher_does_not_hang",
+    )
+}
+
+
+def load_tests(loader, tests, pattern):  # unittest's load_tests protocol
+    return lane.suite(loader, LANE_TESTS)
+
+
+if __name__ == "__main__":
+    absltest.main()
