@@ -1,6 +1,6 @@
 """Hostile agent patches, scored the way a merge queue scores them: none may promote.
 
-The monorepo under attack is tests/e2e/adversarial/workspace: four properties
+The monorepo under attack is tests/e2e/workspaces/adversarial: four properties
 (`calc.sums` strong with sealed fixtures, `calc.shape` weak, `fmt.roundtrip`
 and `queue.order` strong), each with its own locality; the predicates live in
 `checks/` and share `checks/helpers.py`; `debt_cap = 1`. It is copied into a
@@ -66,7 +66,7 @@ REAL_BAZEL = bazel_lib.find_bazel()
 # Not /tmp: every sandboxed action gets a private tmpfs there, which linux-sandbox
 # cannot mount over an output base below it (the CLI refuses such a layout).
 TEMP_ROOT = "/var/tmp"
-SOURCE = ROOT / "tests" / "e2e" / "adversarial" / "workspace"
+SOURCE = ROOT / "tests" / "e2e" / "workspaces" / "adversarial"
 EXIT = {
     "promote": 0,
     "reject": 10,
