@@ -70,6 +70,9 @@ FILE_NAMES = (
     "conftest.py",
     "x.pth",
     "deps.MODULE.bazel",
+    "ci.bazelrc",
+    ".bazelversion",
+    "bazel",
 )
 UNOBSERVED_OK = ("docs", "a/b", "t", "e", "c", "b")
 BAD_PREFIXES = ("/abs", "a/../b", "", "a//b", ".", "a\\b")
@@ -408,8 +411,15 @@ def blockers(inputs: GateInputs) -> list[str]:
             found.append(f"guarded BUILD file {path}")
         if name.endswith(".bzl"):
             found.append(f"Starlark file {path}")
-        if name.endswith(".MODULE.bazel"):
-            found.append(f"included module file {path}")
+        # What configures Bazel itself, by name, wherever it is.
+        if (
+            name in (".bazelignore", ".bazelversion", ".bazeliskrc", "REPO.bazel")
+            or name.startswith(("WORKSPACE", "MODULE.bazel"))
+            or name.endswith(("bazelrc", ".MODULE.bazel"))
+            or path == "tools/bazel"
+            or path.endswith("/tools/bazel")
+        ):
+            found.append(f"Bazel configuration {path}")
         near = any(
             (folder == "" and directory == "") or (folder and _covers(folder, directory))
             for folder in beside

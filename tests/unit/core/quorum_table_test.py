@@ -321,13 +321,31 @@ class ReviewGuardTest(absltest.TestCase):
         report = gate(["store/counters/inc.py", "store/counters/conftest_data.py"])
         self.assertEqual(report.decision, "promote", list(report.reasons))
 
-    def test_included_module_files_anywhere(self):
-        for path in ("store/counters/deps.MODULE.bazel", "x.MODULE.bazel"):
+    def test_bazel_configuration_anywhere(self):
+        # Inside a strong locality too: no vote can cover what reconfigures Bazel.
+        paths = (
+            "store/counters/deps.MODULE.bazel",
+            "x.MODULE.bazel",
+            "store/counters/.bazelrc",
+            "store/counters/ci.bazelrc",
+            "store/counters/.bazelversion",
+            "store/counters/WORKSPACE.bazel",
+            "store/counters/tools/bazel",
+            "store/counters/REPO.bazel",
+        )
+        for path in paths:
             with self.subTest(path=path):
                 report = gate(["store/counters/inc.py", path], unobserved_ok=("x.MODULE.bazel",))
-                self.assert_guarded(report, path, "include()")
-        report = gate(["store/counters/inc.py", "store/counters/MODULE.md"])
-        self.assertEqual(report.decision, "promote", list(report.reasons))
+                self.assert_guarded(report, path, "Bazel configuration")
+        near_misses = (
+            "store/counters/MODULE.md",
+            "store/counters/bazel_tools.py",
+            "store/counters/tools/bazel.md",
+        )
+        for path in near_misses:
+            with self.subTest(path=path):
+                report = gate(["store/counters/inc.py", path])
+                self.assertEqual(report.decision, "promote", list(report.reasons))
 
     def test_rule_set_path(self):
         for path in ("rules/private/impl.bzl", "tools/agent_gate/core/quorum.py", "MODULE.bazel"):

@@ -11,7 +11,8 @@ from absl.testing import absltest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_gate.drive import applied_tree, bazel, worktree
+from agent_gate.core import bazel_config
+from agent_gate.drive import applied_tree, worktree
 from agent_gate.drive.exit_codes import CliError
 from agent_gate.drive.progress import Progress
 from agent_gate.drive.worktree import StagedChange
@@ -170,9 +171,9 @@ class ControlPathsTest(absltest.TestCase):
         ]
         self.assertEqual(applied_tree.control_paths(self.root, control + plain), control)
         for path in control:
-            self.assertTrue(bazel.is_bazel_control(path), path)
+            self.assertTrue(bazel_config.is_bazel_config(path), path)
         for path in plain:
-            self.assertFalse(bazel.is_bazel_control(path), path)
+            self.assertFalse(bazel_config.is_bazel_config(path), path)
 
     def test_through_a_symlink_of_the_tree(self):
         os.symlink("../../tools", self.root / "lib" / "hook" / "cfg")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent_gate.cli import catalog, double_run, verdict_check
-from agent_gate.core import quorum
+from agent_gate.core import bazel_config, quorum
 from agent_gate.core.locality import LocalityIndex, covers, normalize_path
 from agent_gate.drive import (
     applied_tree,
@@ -473,7 +473,7 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
             seals = sealcheck.check(workspace, cat.fixtures)
         counts = _commit_counts(repo, base, rows)
         drift = sealcheck.drifted(seals)
-        control = bazel.bazel_control_paths(touched) + gate_definition_paths(cat, touched)
+        control = bazel_config.bazel_config_paths(touched) + gate_definition_paths(cat, touched)
 
         def not_run(note: str) -> agent_gate_pb2.GateReport:
             """The report of this patch with nothing run: ledger and seals weighed."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from agent_gate.core.bazel_config import is_bazel_config
 from agent_gate.core.locality import (
     LocalityIndex,
     component_prefixes,
@@ -411,9 +412,8 @@ def _scan_diff(
                 whys.append(f"BUILD file declaring the test of {_names(test_packages[directory])}")
         if name.endswith(".bzl"):
             whys.append("Starlark: it can redefine properties, their predicates or the gate")
-        if name.endswith(".MODULE.bazel"):
-            # Bazel >= 7.2 reads it as part of the root module (include()).
-            whys.append("a module file MODULE.bazel can include(): it configures Bazel itself")
+        if is_bazel_config(path):
+            whys.append("Bazel configuration: it can replace the gate or rewrite its verdict")
         if _is_import_hook(path, name):
             whys.append("an import hook: it runs inside the judge before the predicate does")
         owners = _beside_predicate(path, directory, beside, observed)

@@ -10,7 +10,7 @@ runs on the patched tree, two kinds of change go to review:
   side): a symlink is configuration, and can make a guarded file reachable under
   an unguarded name (`tools -> dir/with/a/bazel`, `tools -> /usr/bin`);
 * a touched path that is, or resolves through the tree's symlinks to, a file Bazel
-  reads to configure itself (`bazel.is_bazel_control`), or resolves outside the
+  reads to configure itself (`bazel_config.is_bazel_config`), or resolves outside the
   workspace.
 """
 
@@ -20,8 +20,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from agent_gate.core import bazel_config
 from agent_gate.core.locality import normalize_path
-from agent_gate.drive import bazel
 from agent_gate.drive.exit_codes import CliError
 from agent_gate.drive.worktree import StagedChange
 
@@ -67,7 +67,7 @@ def control_paths(workspace: Path, touched: Sequence[str]) -> list[str]:
     found: list[str] = []
     for path in touched:
         normal = _normal(path)
-        if bazel.is_bazel_control(normal):
+        if bazel_config.is_bazel_config(normal):
             found.append(path)
             continue
         folder, _, name = normal.rpartition("/")
@@ -81,6 +81,6 @@ def control_paths(workspace: Path, touched: Sequence[str]) -> list[str]:
         except (OSError, ValueError):
             found.append(path)  # it resolves outside the workspace, or cannot be resolved
             continue
-        if relative != normal and bazel.is_bazel_control(relative):
+        if relative != normal and bazel_config.is_bazel_config(relative):
             found.append(path)
     return found

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from google.protobuf import json_format
 
-from agent_gate.core import pathdigest
+from agent_gate.core import bazel_config, pathdigest
 from agent_gate.core.locality import normalize_path
 from agent_gate.core.quorum import Override
 from agent_gate.drive import deadline
@@ -69,32 +69,6 @@ _DEADLINE_GRACE_SECONDS = 5.0
 _SHUTDOWN_SECONDS = 20.0
 # workspace -> output base of its server, as `server_info` found it.
 _SERVERS: dict[str, Path] = {}
-# Files that decide how Bazel itself runs, by name wherever they are (a nested
-# workspace, a directory a symlink points into): the `tools/bazel` hook of the
-# `bazel` launcher and of bazelisk, the Bazel version, the ignore list, the
-# repository definitions (which can point @agent_gate elsewhere; with Bazel >= 7.2
-# that includes every `*.MODULE.bazel` a MODULE.bazel `include()`s) and every rc file
-# (`.bazelrc`, an imported `user.bazelrc`, ...). A tree whose diff touches one could
-# replace the gate or rewrite its verdict from outside it, so it is never run (see
-# docs/threat-model.md).
-BAZEL_CONTROL_NAMES = (".bazelignore", ".bazelversion", ".bazeliskrc", "REPO.bazel")
-BAZEL_CONTROL_PREFIXES = ("WORKSPACE", "MODULE.bazel")
-BAZEL_CONTROL_SUFFIXES = ("bazelrc", ".MODULE.bazel")
-BAZEL_LAUNCHER_HOOK = "tools/bazel"
-
-
-def is_bazel_control(path: str) -> bool:
-    """Whether `path` (workspace-relative) names a file Bazel reads to configure itself."""
-    parts = [part for part in path.split("/") if part not in ("", ".")]
-    if not parts:
-        return False
-    name = parts[-1]
-    return (
-        name in BAZEL_CONTROL_NAMES
-        or name.startswith(BAZEL_CONTROL_PREFIXES)
-        or name.endswith(BAZEL_CONTROL_SUFFIXES)
-        or parts[-2:] == BAZEL_LAUNCHER_HOOK.split("/")
-    )
 
 
 class BazelNotFoundError(RuntimeError):
@@ -103,11 +77,6 @@ class BazelNotFoundError(RuntimeError):
 
 class GateInputError(ValueError):
     """An input the gate cannot be run on faithfully; the caller must fail closed."""
-
-
-def bazel_control_paths(changed_paths: Sequence[str]) -> list[str]:
-    """The changed paths that configure Bazel itself, by name (`is_bazel_control`)."""
-    return [path for path in changed_paths if is_bazel_control(path)]
 
 
 @dataclass(frozen=True)
@@ -615,7 +584,7 @@ def run_gate(
     `use_rc_file` forces the flags into an rc file (True) or onto the command
     line (False); None decides by their size. Raises BazelNotFoundError without
     a bazel binary, and GateInputError for inputs the flags cannot carry or a diff
-    touching what configures Bazel itself (`bazel_control_paths`).
+    touching what configures Bazel itself (`core/bazel_config.py`).
     """
     workspace = Path(workspace).absolute()
     if not any((workspace / name).is_file() for name in _WORKSPACE_FILES):
@@ -623,7 +592,7 @@ def run_gate(
     binary = find_bazel(bazel)
     subdir = testlogs_subdir(target)
     changed = list(changed_paths)
-    control = bazel_control_paths(changed)
+    control = bazel_config.bazel_config_paths(changed)
     if control:
         raise GateInputError(
             f"the diff touches {', '.join(control[:5])}, which decides how Bazel itself runs "
