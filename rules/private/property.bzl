@@ -80,7 +80,15 @@ TIMEOUT_SECONDS = {"short": 60, "moderate": 300, "long": 900, "eternal": 3600}
 SIZE_TIMEOUT = {"small": "short", "medium": "moderate", "large": "long", "enormous": "eternal"}
 
 def test_timeout_seconds(timeout, size):
-    """The per-run timeout Bazel gives a test of this `timeout` and `size`, or None."""
+    """The per-run timeout Bazel gives a test of this `timeout` and `size`, or None.
+
+    Args:
+      timeout: the test's `timeout` attribute (`short` ... `eternal`), or None.
+      size: the test's `size` attribute (`small` ... `enormous`), or None (medium).
+
+    Returns:
+      Seconds, or None for a value Bazel does not know.
+    """
     return TIMEOUT_SECONDS.get(timeout or SIZE_TIMEOUT.get(size or "medium", ""))
 
 def _location_targets(rule_attr):
