@@ -815,6 +815,21 @@ _agree_with_the_fixture()
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
         self.assertIn("user.bazelrc", scored.guarded())
 
+    def test_imported_rc_file_of_any_name_forges_the_verdict_with_run_under(self):
+        """The .bazelrc try-imports ci/agent.rc, a name no rule knows; a patch adds it."""
+
+        def setup(root: Path) -> None:
+            with (root / ".bazelrc").open("a") as rc:
+                rc.write("try-import %workspace%/ci/agent.rc\n")
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            _write(root, "ci/agent.rc", "test --run_under=/bin/true\n")
+
+        scored = self.run_case("rc_file_of_any_name", edit, setup=setup)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn("ci/agent.rc", scored.guarded())
+
     def test_workspace_bazelrc_edit_forges_the_verdict_with_run_under(self):
         """The patch appends `--run_under=/bin/true` to the workspace .bazelrc itself."""
 

@@ -35,6 +35,7 @@ LANE_TESTS = {
         # rc-file routes
         "test_workspace_bazelrc_edit_forges_the_verdict_with_run_under",
         "test_imported_rc_file_forges_the_verdict_with_run_under",
+        "test_imported_rc_file_of_any_name_forges_the_verdict_with_run_under",
         "test_nested_bazel_configuration_files_anywhere",
         "test_crafted_names_through_the_rc_file_keep_every_later_path",
         "test_included_module_file_reconfigures_bazel",

@@ -175,6 +175,23 @@ class ControlPathsTest(absltest.TestCase):
         for path in plain:
             self.assertFalse(bazel_config.is_bazel_config(path), path)
 
+    def test_an_rc_file_the_bazelrc_imports_whatever_its_name(self):
+        (self.root / ".bazelrc").write_text(
+            "build --color=no\n"
+            "import %workspace%/ci/ci.rc\n"
+            "try-import '%workspace%/ci/missing.cfg'\n"
+            "try-import /etc/outside.rc\n"
+            "try-import relative.rc\n"
+        )
+        (self.root / "ci").mkdir()
+        (self.root / "ci" / "ci.rc").write_text("  try-import %workspace%/ci/../lib/more.txt\n")
+        (self.root / "lib" / "more.txt").write_text("import %workspace%/ci/ci.rc\n")  # a cycle
+        self.assertEqual(
+            applied_tree.rc_imports(self.root), {"ci/ci.rc", "ci/missing.cfg", "lib/more.txt"}
+        )
+        touched = ["ci/ci.rc", "ci/missing.cfg", "lib/more.txt", "ci/other.rc", "relative.rc"]
+        self.assertEqual(applied_tree.control_paths(self.root, touched), touched[:3])
+
     def test_through_a_symlink_of_the_tree(self):
         os.symlink("../../tools", self.root / "lib" / "hook" / "cfg")
         os.symlink("../.bazelrc", self.root / "lib" / "rc.txt")
