@@ -799,36 +799,28 @@ _agree_with_the_fixture()
         self.assertFalse(marker.exists(), "the CLI ran the workspace's tools/bazel")
         self.assertEqual(scored.exit_code, EXIT["reject"], self._explain(scored))
 
-    def test_imported_rc_file_forges_the_verdict_with_run_under(self):
-        """The workspace .bazelrc try-imports user.bazelrc; a patch adds one with --run_under."""
+    def _imported_rc_case(self, name: str, rc_path: str) -> None:
+        """The workspace .bazelrc try-imports `rc_path`; a patch adds it with --run_under."""
 
         def setup(root: Path) -> None:
             with (root / ".bazelrc").open("a") as rc:
-                rc.write("try-import %workspace%/user.bazelrc\n")
+                rc.write(f"try-import %workspace%/{rc_path}\n")
 
         def edit(root: Path) -> None:
             break_calc(root)
-            _write(root, "user.bazelrc", "test --run_under=/bin/true\n")
+            _write(root, rc_path, "test --run_under=/bin/true\n")
 
-        scored = self.run_case("rc_file_run_under", edit, setup=setup)
+        scored = self.run_case(name, edit, setup=setup)
         self.assertEqual(scored.decision, "review", self._explain(scored))
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
-        self.assertIn("user.bazelrc", scored.guarded())
+        self.assertIn(rc_path, scored.guarded())
+
+    def test_imported_rc_file_forges_the_verdict_with_run_under(self):
+        self._imported_rc_case("rc_file_run_under", "user.bazelrc")
 
     def test_imported_rc_file_of_any_name_forges_the_verdict_with_run_under(self):
-        """The .bazelrc try-imports ci/agent.rc, a name no rule knows; a patch adds it."""
-
-        def setup(root: Path) -> None:
-            with (root / ".bazelrc").open("a") as rc:
-                rc.write("try-import %workspace%/ci/agent.rc\n")
-
-        def edit(root: Path) -> None:
-            break_calc(root)
-            _write(root, "ci/agent.rc", "test --run_under=/bin/true\n")
-
-        scored = self.run_case("rc_file_of_any_name", edit, setup=setup)
-        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
-        self.assertIn("ci/agent.rc", scored.guarded())
+        """A name no rule knows: only the import chain says it configures Bazel."""
+        self._imported_rc_case("rc_file_of_any_name", "ci/agent.rc")
 
     def test_workspace_bazelrc_edit_forges_the_verdict_with_run_under(self):
         """The patch appends `--run_under=/bin/true` to the workspace .bazelrc itself."""
