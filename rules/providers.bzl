@@ -32,6 +32,7 @@ PropertyInfo = provider(
         "workspace_name": "Name of the workspace the wrapped test runs in (TEST_WORKSPACE).",
         "admission_mutants": "list of repo-relative patch files that must make the property fail twice.",
         "unsandboxed": "depset of `<label> (<why>)`: targets in the wrapped test's closure that would run unsandboxed.",
+        "closure_packages": "depset of repo-relative packages of the wrapped test's closure in the main repository (its targets and their source files).",
     },
 )
 

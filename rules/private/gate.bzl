@@ -4,7 +4,7 @@ load("@rules_python//python:defs.bzl", "PyInfo")
 load("//rules:providers.bzl", "AgentGateInfo", "PropertyInfo")
 load("//rules:settings.bzl", "FlagValueInfo")
 load(":names.bzl", "NAMES_PROBE", "names_params")
-load(":paths.bzl", "decode_paths", "matched_localities", "prefix_error", "repo_relative", "rlocation")
+load(":paths.bzl", "decode_paths", "directories_holding", "matched_localities", "normalize_prefix", "prefix_error", "repo_relative", "rlocation")
 
 def _flag(ctx, name):
     return getattr(ctx.attr, name)[FlagValueInfo].value
@@ -165,6 +165,11 @@ def _gate_impl(ctx):
     )
 
     runfiles_files = [judged_by.ledger]
+
+    # A test may read any file at or below a package of its closure, so a change
+    # there is never excused as needing no vote. Only paths under `unobserved_ok`
+    # need the lookup: any other path outside every strong locality is review anyway.
+    excusable = directories_holding(changed_paths, [normalize_prefix(prefix) for prefix in judged_by.unobserved_ok])
     catalog = []
     fixtures = {}
     for _, info in properties:
@@ -189,6 +194,7 @@ def _gate_impl(ctx):
             "label": str(info.label),
             "test": _test_target(info.test_label),
             "admission_mutants": info.admission_mutants,
+            "touched_closure_packages": [p for p in info.closure_packages.to_list() if p in excusable] if excusable else [],
         })
 
     results = {}
@@ -305,7 +311,8 @@ _CATALOG_ATTRS = {
     "unobserved_ok": attr.string_list(
         doc = "Repo-relative prefixes a patch may touch with no strong property observing them " +
               "(e.g. `docs`). Any other touched path outside every strong locality is review: " +
-              "no one votes on it. Weak localities never count.",
+              "no one votes on it. Weak localities never count, and neither does a path at or " +
+              "below a package of some property's test closure (a file the test may read).",
     ),
 }
 

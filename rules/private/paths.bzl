@@ -125,6 +125,28 @@ def matched_localities(localities, changed_paths):
                 hit[index] = True
     return sorted(hit.keys())
 
+def directories_holding(paths, prefixes):
+    """Every directory at or above a changed path under one of `prefixes`.
+
+    Args:
+      paths: the decoded changed paths.
+      prefixes: normalized prefixes (a gate's `unobserved_ok`).
+
+    Returns:
+      A dict whose keys are those directories, repo-relative (`""`: the root).
+    """
+    directories = {}
+    for path in paths:
+        parts = _path_components(path)
+        if parts == None or not [prefix for prefix in prefixes if covers(prefix, "/".join(parts))]:
+            continue
+        directory = ""
+        directories[directory] = True
+        for part in parts[:-1]:
+            directory = directory + "/" + part if directory else part
+            directories[directory] = True
+    return directories
+
 def decode_paths(value):
     """Changed paths from the flag: comma-separated, `%2C` and `%25` for `,` and `%` in a name.
 

@@ -16,9 +16,14 @@ PredicateSourcesInfo = provider(
     },
 )
 
-UnsandboxedTargetsInfo = provider(
-    doc = "Targets in a test's closure whose actions would opt out of the sandbox or its network block.",
-    fields = {"targets": "depset of `<label> (<why>)` strings."},
+TestClosureInfo = provider(
+    doc = "What the gate must know of a wrapped test's closure in the main repository.",
+    fields = {
+        "unsandboxed": "depset of `<label> (<why>)`: targets whose actions would opt out of " +
+                       "the sandbox or its network block.",
+        "packages": "depset of the repo-relative packages of its targets and of the source " +
+                    "files they take: a patch to a file at or below one can change what the test reads.",
+    },
 )
 
 # Execution requirements (set through `tags`) that take an action out of the
@@ -48,31 +53,50 @@ def _opt_outs(rule_attr):
     return why
 
 def _dependencies(rule_attr):
-    """Every Target among a rule's attribute values (the aspect's walk down the graph)."""
+    """TestClosureInfo of every Target among a rule's attribute values (the aspect's walk)."""
     found = []
     for name in dir(rule_attr):
         value = getattr(rule_attr, name)
         values = value if type(value) == "list" else [value]
         for item in values:
-            if type(item) == "Target" and UnsandboxedTargetsInfo in item:
-                found.append(item[UnsandboxedTargetsInfo].targets)
+            if type(item) == "Target" and TestClosureInfo in item:
+                found.append(item[TestClosureInfo])
     return found
 
-def _unsandboxed_aspect_impl(target, ctx):
+def _source_packages(rule_files):
+    """Packages of the main repository's source files a rule takes directly."""
+    packages = {}
+    for name in dir(rule_files):
+        files = getattr(rule_files, name)
+        if type(files) != "list":
+            continue  # to_json, to_proto
+        for file in files:
+            if file.is_source and not file.owner.workspace_root:
+                packages[file.owner.package] = True
+    return packages.keys()
+
+def _test_closure_aspect_impl(target, ctx):
     own = []
+    packages = []
 
     # The main repository is what a patch can edit; external repositories are pinned.
     if not target.label.workspace_root:
         why = _opt_outs(ctx.rule.attr)
         if why:
             own.append("%s (%s)" % (target.label, ", ".join(why)))
-    return [UnsandboxedTargetsInfo(targets = depset(own, transitive = _dependencies(ctx.rule.attr)))]
+        packages = [target.label.package] + _source_packages(ctx.rule.files)
+    below = _dependencies(ctx.rule.attr)
+    return [TestClosureInfo(
+        unsandboxed = depset(own, transitive = [info.unsandboxed for info in below]),
+        packages = depset(packages, transitive = [info.packages for info in below]),
+    )]
 
-unsandboxed_targets_aspect = aspect(
-    implementation = _unsandboxed_aspect_impl,
+test_closure_aspect = aspect(
+    implementation = _test_closure_aspect_impl,
     attr_aspects = ["*"],
-    doc = "Collects the targets of a wrapped test's closure that would run unsandboxed, so the " +
-          "gate can refuse (review) what it cannot force into the sandbox.",
+    doc = "Walks a wrapped test's closure: the targets that would run unsandboxed, so the " +
+          "gate can refuse (review) what it cannot force into the sandbox, and the packages " +
+          "whose files the test reads, so `unobserved_ok` never excuses a patch to them.",
 )
 
 # Bazel's test timeouts in seconds, by `timeout` and by the `size` that implies one.
@@ -222,7 +246,8 @@ def _property_impl(ctx, strength, admission_mutants = []):
             test_env = predicate.env,
             workspace_name = ctx.workspace_name,
             admission_mutants = [repo_relative(f) for f in admission_mutants],
-            unsandboxed = ctx.attr.test[UnsandboxedTargetsInfo].targets,
+            unsandboxed = ctx.attr.test[TestClosureInfo].unsandboxed,
+            closure_packages = ctx.attr.test[TestClosureInfo].packages,
         ),
         # `bazel test` on the property itself sets the wrapped test's `env` too.
         testing.TestEnvironment(predicate.env),
@@ -239,7 +264,7 @@ _ATTRS = {
         mandatory = True,
         executable = True,
         cfg = "target",
-        aspects = [unsandboxed_targets_aspect],
+        aspects = [test_closure_aspect],
         doc = "The test target that is the predicate (`py_test`, `sh_test`, `go_test`, ...).",
     ),
     # The wrapped test's `srcs`, which the macro reads from its declaration when it

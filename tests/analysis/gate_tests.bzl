@@ -262,6 +262,35 @@ full_strong_pass_judges_by_its_gate_test = analysistest.make(
     },
 )
 
+# --- unobserved_ok never excuses what a test reads -----------------------------
+
+def _touched_closure_packages_test_impl(ctx):
+    env = analysistest.begin(ctx)
+    target = analysistest.target_under_test(env)
+    writes = [
+        action
+        for action in analysistest.target_actions(env)
+        if action.outputs.to_list() and action.outputs.to_list()[0].basename == target.label.name + ".gate.json"
+    ]
+    config = json.decode(writes[0].content)
+    asserts.equals(
+        env,
+        ctx.attr.expected,
+        [row["touched_closure_packages"] for row in config["catalog"]][0],
+        "the closure's packages holding a changed path under unobserved_ok",
+    )
+    return analysistest.end(env)
+
+# One path in the trees package (which the test reads a file of), under
+# unobserved_ok; one path in testdata, not under it.
+_CLOSURE_PATHS = "tests/analysis/testdata/trees/new/page.md,tests/analysis/testdata/notes.md"
+
+gate_touched_closure_packages_test = analysistest.make(
+    _touched_closure_packages_test_impl,
+    attrs = {"expected": attr.string_list()},
+    config_settings = {_CHANGED_PATHS: _CLOSURE_PATHS},
+)
+
 gate_config_and_entry_point_test = analysistest.make(
     _config_and_entry_point_test_impl,
     config_settings = {_CHANGED_PATHS: _ALL_PATHS},
@@ -376,6 +405,23 @@ def gate_test_suite(name):
         properties = [":unsandboxed_closure_property"],
         ledger = "//tests/analysis/testdata:ledger.txtpb",
     )
+    agent_gate(
+        name = "gate_unobserved_closure_subject",
+        properties = [":unsandboxed_closure_property"],
+        ledger = "//tests/analysis/testdata:ledger.txtpb",
+        unobserved_ok = ["tests/analysis/testdata/trees/"],
+    )
+    gate_touched_closure_packages_test(
+        name = "gate_touched_closure_packages_test",
+        target_under_test = ":gate_unobserved_closure_subject",
+        # Both packages hold trees/new/page.md; notes.md is not under unobserved_ok.
+        expected = ["tests/analysis/testdata", "tests/analysis/testdata/trees"],
+    )
+    gate_touched_closure_packages_test(
+        name = "gate_touched_closure_packages_without_unobserved_ok_test",
+        target_under_test = ":gate_unsandboxed_subject",
+        expected = [],
+    )
     gate_runs_only_the_named_property_test(
         name = "gate_runs_only_the_named_property_test",
         target_under_test = ":gate_subject",
@@ -459,5 +505,7 @@ def gate_test_suite(name):
             ":gate_double_run_inputs_test",
             ":gate_run_id_on_command_line_test",
             ":gate_config_and_entry_point_test",
+            ":gate_touched_closure_packages_test",
+            ":gate_touched_closure_packages_without_unobserved_ok_test",
         ],
     )

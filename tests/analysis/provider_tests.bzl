@@ -84,6 +84,14 @@ def _unsandboxed_closure_test_impl(ctx):
     ]
     asserts.equals(env, sorted(expected), sorted(info.unsandboxed.to_list()), "unsandboxed targets")
     asserts.equals(env, ["tests/analysis/testdata"], info.test_packages, "test_packages")
+
+    # Its own package and the package of a source file it takes; nothing external.
+    asserts.equals(
+        env,
+        ["tests/analysis/testdata", "tests/analysis/testdata/trees"],
+        sorted(info.closure_packages.to_list()),
+        "closure_packages",
+    )
     return analysistest.end(env)
 
 unsandboxed_closure_test = analysistest.make(_unsandboxed_closure_test_impl)

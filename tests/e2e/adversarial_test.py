@@ -387,6 +387,11 @@ def break_queue(root: Path) -> None:
     _replace(root, "lib/queue/queue.py", "(p, i, n)", "(p, -i, n)")
 
 
+def break_fmt(root: Path) -> None:
+    """A value holding `=` no longer loads: fmt.roundtrip fails on one record of its docs."""
+    _replace(root, "lib/fmt/fmt.py", 'item.split("=", 1)', 'item.split("=")')
+
+
 def freeze_row(property_id: str, commit: str, budget: int, state: str = "open") -> str:
     return (
         f'\nfreeze {{\n  property_id: "{property_id}"\n  state: "{state}"\n'
@@ -894,6 +899,34 @@ _agree_with_the_fixture()
         scored = self.run_case("helper_outside_every_locality", edit)
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
         self.assertEqual(list(scored.report.unobserved_paths), ["testing/compare.py"])
+
+    def test_unobserved_ok_data_the_test_reads(self):
+        """docs needs no vote, but fmt.roundtrip reads docs/roundtrip: review, both ways.
+
+        Dropping the one record the broken `load` fails on, or adding a BUILD file
+        that takes every record out of the test's glob, would let it pass.
+        """
+        edits = {
+            "unobserved_ok_data_edited": lambda root: _replace(
+                root, "docs/roundtrip/cases/records.txt", "b=x=y;a=2\n", ""
+            ),
+            "unobserved_ok_package_split": lambda root: _write(
+                root, "docs/roundtrip/cases/BUILD.bazel", "# records are a package now\n"
+            ),
+        }
+        for case, hide in edits.items():
+            with self.subTest(case=case):
+
+                def edit(root: Path, hide=hide) -> None:
+                    break_fmt(root)
+                    hide(root)
+
+                scored = self.run_case(case, edit)
+                self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+                self.assertLen(scored.report.guarded_paths, 1, scored.report.guarded_paths)
+                self.assertIn("package 'docs/roundtrip'", scored.report.guarded_paths[0])
+                self.assertIn("fmt.roundtrip", scored.report.guarded_paths[0])
+                self.assertEmpty(scored.report.unobserved_paths)
 
     def test_unmatched_predicate_gutted_beside_a_harmless_change(self):
         """Gut queue.order's test while touching only calc: the next patch could break the queue."""

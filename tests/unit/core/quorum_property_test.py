@@ -15,7 +15,8 @@ beyond its input types:
   guard fired (fixtures, seals, ledger, rule set, BUILD files of the gate's and
   the properties' and their tests' packages, every row's predicate sources and
   what sits beside them outside every locality, `.bzl` files, import hooks);
-  every touched path lies in a strong locality or under `unobserved_ok`; no
+  every touched path lies in a strong locality or under `unobserved_ok`, and
+  none outside a strong locality lies in a package of a test's closure; no
   matched test's closure runs unsandboxed; the paths the gate saw are the ones
   sent; no fixture tree drifted;
 * and the converse: when the oracle finds nothing that blocks, it is a promote;
@@ -75,6 +76,8 @@ FILE_NAMES = (
     "bazel",
 )
 UNOBSERVED_OK = ("docs", "a/b", "t", "e", "c", "b")
+# Packages of a test's closure the gate found holding a changed path ("": the root).
+CLOSURE_PACKAGES = ("docs", "c", "t", "")
 BAD_PREFIXES = ("/abs", "a/../b", "", "a//b", ".", "a\\b")
 BAD_PATHS = ("/etc/passwd", "a/../../x", "", "a/\nb", "..")
 RULE_SET = ("rules", "WORKSPACE", "tools", ".bazelrc")
@@ -169,10 +172,13 @@ def _spec(g: Genome, index: int) -> PropertySpec:
         package=g.pick(PACKAGES),
         label=f"//:{pid}",
         test_packages=g.subset((*PACKAGES, "t/u"), 2),
+        touched_closure_packages=g.subset(CLOSURE_PACKAGES, 2) if g.rare(3) else (),
     )
 
 
-def _changed_path(g: Genome, specials: tuple[str, ...], observed: tuple[str, ...]) -> str:
+def _changed_path(
+    g: Genome, specials: tuple[str, ...], observed: tuple[str, ...], excused: tuple[str, ...]
+) -> str:
     kind = g.byte() % 100  # 0 (what an all-zero genome decodes to) is a plain path
     if kind == 99:
         return g.pick(BAD_PATHS)
@@ -184,6 +190,8 @@ def _changed_path(g: Genome, specials: tuple[str, ...], observed: tuple[str, ...
         return f"{directory}/{name}" if directory else name
     if kind == 79:
         return f"./{g.pick(observed)}//x.py"  # same file, unnormalized spelling
+    if kind >= 72 and excused:
+        return f"{g.pick(excused)}/notes.md"  # needs no vote, unless a test reads it
     if kind >= 25:
         return f"{g.pick(observed)}/{g.pick(FILE_NAMES)}"
     return f"{g.pick(DIRS)}/x.py"
@@ -221,8 +229,9 @@ def decode(data: bytes) -> GateInputs:
     observed = tuple(p.removesuffix("/") for s in strong for p in s.locality if p) or DIRS
     # The scheduled full strong pass: the same evaluator, with no diff.
     full_pass = g.rare(6)
+    unobserved_ok = g.subset(UNOBSERVED_OK, 4)
     changed = tuple(
-        _changed_path(g, specials, observed)
+        _changed_path(g, specials, observed, unobserved_ok)
         for _ in range(0 if full_pass or g.rare(50) else g.pick((1, 1, 2, 2, 3, 4, 6)))
     )
 
@@ -267,7 +276,7 @@ def decode(data: bytes) -> GateInputs:
         errors=("a loader error",) if g.rare(100) else (),
         override=override,
         run_id="prop",
-        unobserved_ok=g.subset(UNOBSERVED_OK, 4),
+        unobserved_ok=unobserved_ok,
         unsandboxed=unsandboxed,
         changed_paths_sha256=sent_digest,
         full_pass=full_pass,
@@ -399,9 +408,15 @@ def blockers(inputs: GateInputs) -> list[str]:
         for p in spec.locality
         if _is_valid_prefix(p)
     ]
+    read_by_tests = [p for spec in inputs.catalog for p in spec.touched_closure_packages]
     for path in paths:
         if not any(_covers(prefix, path) for prefix in (*voters, *inputs.unobserved_ok)):
             found.append(f"{path} has no voter")
+        # A test may read anything at or below a package of its closure: no excuse.
+        if not any(_covers(prefix, path) for prefix in voters) and any(
+            package == "" or _covers(package, path) for package in read_by_tests
+        ):
+            found.append(f"{path} is in a package a test reads, with no voter")
         if path.rpartition("/")[2] in ("conftest.py",) or path.endswith(".pth"):
             found.append(f"import hook {path}")
         if any(_is_valid_prefix(guard) and _covers(guard, path) for guard in guards):
@@ -544,6 +559,60 @@ class QuorumPropertyTest(absltest.TestCase):
                     self.assertIn("not a pass", case.find("skipped").get("message"))
             first = report.to_markdown(result).splitlines()[0].replace("\\", "")
             self.assertTrue(first.startswith(f"**agent_gate: {result.decision}**"), first)
+
+        check()
+
+
+# Directories a patch touches and a test's closure may hold: nested, siblings alike
+# in name, the root.
+CLOSURE_DIRS = ("", "docs", "docs/golden", "docs/golden/deep", "docs/golden_v2", "notes", "lib")
+
+
+class ClosurePackagesPropertyTest(absltest.TestCase):
+    """`unobserved_ok` excuses a path only when no test's closure holds it.
+
+    Each example is one passing strong property on `lib` plus paths under
+    `unobserved_ok = ("docs", "notes")`, with random closure packages: the main
+    test above rarely reaches this rule with nothing else blocking.
+    """
+
+    def test_a_path_a_test_may_read_is_never_excused(self):
+        @_reproducible(2_000)
+        @given(
+            st.lists(st.sampled_from(CLOSURE_DIRS), max_size=3),
+            st.lists(
+                st.tuples(st.sampled_from(CLOSURE_DIRS[1:]), st.sampled_from(("a.md", "BUILD"))),
+                min_size=1,
+                max_size=3,
+            ),
+        )
+        def check(packages: list[str], touched: list[tuple[str, str]]) -> None:
+            paths = ["lib/x.py", *(f"{directory}/{name}" for directory, name in touched)]
+            inputs = GateInputs(
+                catalog=(
+                    PropertySpec(
+                        "lib.ok",
+                        "strong",
+                        ("lib",),
+                        touched_closure_packages=tuple(packages),
+                    ),
+                ),
+                changed_paths=tuple(paths),
+                outcomes={"lib.ok": RunOutcome(exit_codes=(0, 0))},
+                unobserved_ok=("docs", "notes", "lib"),
+            )
+            result = evaluate(inputs)
+            read = [
+                path
+                for path in paths
+                if not _covers("lib", path)
+                and any(package == "" or _covers(package, path) for package in packages)
+            ]
+            if read:
+                self.assertEqual(result.decision, "review", (packages, paths))
+                self.assertLen(result.guarded_paths, len(set(read)), result.guarded_paths)
+            else:
+                self.assertEqual(result.decision, "promote", (packages, paths, result.reasons))
 
         check()
 

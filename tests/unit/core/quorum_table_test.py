@@ -643,6 +643,47 @@ class VoterTest(absltest.TestCase):
         self.assertEqual(report.decision, "review")
         self.assertIn("unobserved_ok", report.errors[0])
 
+    def test_unobserved_ok_never_excuses_what_a_test_reads(self):
+        """A touched path at or below a package of some test's closure needs a strong voter."""
+        # The counter's test reads docs/golden (its data); the secret test reads nothing there.
+        catalog = tuple(
+            replace(spec, touched_closure_packages=("docs/golden",)) if spec.id == COUNTER else spec
+            for spec in CATALOG
+        )
+        for path in (
+            "docs/golden/cases.json",  # a source file the test reads
+            "docs/golden/deeper/BUILD",  # a new package that empties the test's glob
+            "docs/golden/BUILD.bazel",
+        ):
+            with self.subTest(path=path):
+                report = gate(["api/handlers/x.py", path], catalog=catalog, unobserved_ok=("docs",))
+                self.assertEqual(report.decision, "review", list(report.reasons))
+                self.assertLen(report.guarded_paths, 1)
+                self.assertIn(path, report.guarded_paths[0])
+                self.assertIn("'docs/golden'", report.guarded_paths[0])
+                self.assertIn(COUNTER, report.guarded_paths[0])
+        # Near misses: a sibling directory, a prefix that only looks alike.
+        for path in ("docs/other.md", "docs/golden_v2/cases.json"):
+            with self.subTest(path=path):
+                report = gate(["api/handlers/x.py", path], catalog=catalog, unobserved_ok=("docs",))
+                self.assertEqual(report.decision, "promote", list(report.reasons))
+
+    def test_a_closure_package_under_a_strong_locality_is_product_code(self):
+        catalog = tuple(
+            replace(spec, touched_closure_packages=("store/counters", ""))
+            if spec.id == COUNTER
+            else spec
+            for spec in CATALOG
+        )
+        report = gate(["store/counters/inc.py"], catalog=catalog, unobserved_ok=("store",))
+        self.assertEqual(report.decision, "promote", list(report.reasons))
+        # The root package holds every path: a change under unobserved_ok is review.
+        report = gate(
+            ["store/counters/inc.py", "docs/x.md"], catalog=catalog, unobserved_ok=("docs",)
+        )
+        self.assertEqual(report.decision, "review")
+        self.assertIn("package '' of the closure", report.guarded_paths[0])
+
     def test_an_unsandboxed_closure_of_a_matched_property_is_review(self):
         opted = {
             COUNTER: ("//store:gen (local = True)",),

@@ -67,6 +67,8 @@ class PropertySpec:
     # Repo-relative packages whose BUILD files declare the wrapped test (an alias, its target).
     test_packages: tuple[str, ...] = ()
     test: str = ""  # label of the wrapped test, as Bazel spells it on its command line
+    # Packages of the test's closure at or above a touched path under `unobserved_ok`.
+    touched_closure_packages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -394,6 +396,12 @@ def _scan_diff(
         for package in spec.test_packages
     )
     gate_package = inputs.gate_package.removesuffix("/")
+    closure = _by_key(
+        (package.removesuffix("/"), spec.id)
+        for spec in inputs.catalog
+        for package in spec.touched_closure_packages
+    )
+    strong = _strong_prefixes(inputs, catalog)
 
     guarded: list[str] = []
     guarded_set: set[str] = set()
@@ -421,6 +429,12 @@ def _scan_diff(
             whys.append(
                 f"beside the predicate of {_names(owners)} (its helpers, data or "
                 "BUILD file), observed by no property"
+            )
+        read_by = _read_by_test(path, directory, closure, strong)
+        if read_by:
+            whys.append(
+                f"in package {read_by[0]!r} of the closure of the test of "
+                f"{_names(read_by[1])}, observed by no strong property"
             )
         if whys:
             guarded.append(f"{path} ({'; '.join(whys)})")
@@ -470,6 +484,12 @@ def _is_import_hook(path: str, name: str) -> bool:
     )
 
 
+def _strong_prefixes(inputs: GateInputs, catalog: _Catalog) -> set[str]:
+    """Every prefix of a strong locality: the paths that have a voter."""
+    strong = {spec.id for spec in inputs.catalog if spec.strength == "strong"}
+    return {prefix for pid, prefixes in catalog.entries if pid in strong for prefix in prefixes}
+
+
 def _unobserved(
     paths: Sequence[str], inputs: GateInputs, catalog: _Catalog, errors: list[str]
 ) -> list[str]:
@@ -477,12 +497,9 @@ def _unobserved(
 
     A weak property's locality does not count: weak never fills a strong gap.
     """
-    strong = {spec.id for spec in inputs.catalog if spec.strength == "strong"}
     voters = _Guards()
-    for property_id, prefixes in catalog.entries:
-        if property_id in strong:
-            for prefix in prefixes:
-                voters.add(prefix, "strong locality")
+    for prefix in _strong_prefixes(inputs, catalog):
+        voters.add(prefix, "strong locality")
     for prefix in _prefixes_or_errors(inputs.unobserved_ok, "unobserved_ok prefix", errors):
         voters.add(prefix, "unobserved_ok")
     return [path for path in dict.fromkeys(paths) if not voters.hits(path)]
@@ -510,6 +527,24 @@ def _beside_predicate(
     if not found or any(candidate in observed for candidate in component_prefixes(path)):
         return []
     return list(dict.fromkeys(found))
+
+
+def _read_by_test(
+    path: str, directory: str, closure: Mapping[str, list[str]], strong: set[str]
+) -> tuple[str, list[str]] | None:
+    """The innermost package of a test's closure holding the path, and its owners.
+
+    A test may read any file at or below a package of its closure: a source file,
+    a glob's new match, a BUILD file that splits the package. Unless a strong
+    locality covers the path, `unobserved_ok` must not excuse it.
+    """
+    if not closure or any(candidate in strong for candidate in component_prefixes(path)):
+        return None
+    holders = [""] + (list(component_prefixes(directory)) if directory else [])
+    for package in reversed(holders):
+        if package in closure:
+            return package, closure[package]
+    return None
 
 
 def _compare(seal: FixtureSeal) -> str:

@@ -49,6 +49,7 @@ def property_spec(row: agent_gate_pb2.Property) -> quorum.PropertySpec:
         label=row.label,
         test_packages=tuple(row.test_packages),
         test=row.test,
+        touched_closure_packages=tuple(row.touched_closure_packages),
     )
 
 
