@@ -23,6 +23,7 @@ LANE_TESTS = {
     RunnerFaultsTest: (
         "test_daemon_outliving_its_run_under_linux_sandbox",
         "test_daemon_outliving_its_run_without_a_sandbox",
+        "test_runs_share_nothing_under_linux_sandbox",
         "test_runs_share_nothing_without_a_sandbox",
         "test_a_property_cannot_kill_the_runner",
         "test_two_gates_at_once_on_one_workspace",
