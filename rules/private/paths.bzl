@@ -128,7 +128,7 @@ def matched_localities(localities, changed_paths):
 def decode_paths(value):
     """Changed paths from the flag: comma-separated, `%2C` and `%25` for `,` and `%` in a name.
 
-    The inverse of `encode_path` in tools/agent_gate/drive/bazel.py. Names are kept byte
+    The inverse of `encode_path` in tools/agent_gate/drive/gate_flags.py. Names are kept byte
     for byte (no trimming), so no path can pose as another; empty items are skipped.
 
     Args:
