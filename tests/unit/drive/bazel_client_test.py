@@ -1,8 +1,10 @@
-"""Which Bazel binary the CLI runs, and in what environment (no Bazel server needed)."""
+"""Which Bazel binary the CLI runs, in what environment, and how one command is streamed
+(a shell stands in for the client: no Bazel server needed)."""
 
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from unittest import mock
 
@@ -73,6 +75,47 @@ class RealBinaryTest(absltest.TestCase):
         env = bazel_client.bazel_env({"TMPDIR": "/tmp/ci-scratch", "PATH": "/usr/bin"})
         self.assertNotIn("TMPDIR", env)
         self.assertEqual(env["PATH"], "/usr/bin")
+
+
+class RunStreamedTest(absltest.TestCase):
+    def setUp(self):
+        super().setUp()
+        self.dir = Path(tempfile.mkdtemp())
+        self.log = self.dir / "bazel.log"
+
+    def test_every_line_reaches_the_log_and_the_callback(self):
+        lines: list[str] = []
+        code, timed_out = bazel_client.run_streamed(
+            ["/bin/sh", "-c", "echo one; echo two >&2; exit 3"],
+            self.dir,
+            self.log,
+            lines.append,
+            what="a test",
+        )
+        self.assertEqual((code, timed_out), (3, False))
+        self.assertEqual(lines, ["one", "two"])
+        self.assertEqual(self.log.read_text(), "one\ntwo\n")
+
+    def test_a_command_past_its_timeout_is_cancelled(self):
+        started = time.monotonic()
+        code, timed_out = bazel_client.run_streamed(
+            ["/bin/sh", "-c", "echo started; exec sleep 60"],
+            self.dir,
+            self.log,
+            lambda line: None,
+            what="a test",
+            timeout=0.5,
+        )
+        self.assertTrue(timed_out)
+        self.assertNotEqual(code, 0)
+        self.assertLess(time.monotonic() - started, 30)
+        self.assertIn("started", self.log.read_text())
+
+    def test_a_binary_that_cannot_start_names_the_bootstrap(self):
+        with self.assertRaisesRegex(bazel_client.BazelNotFoundError, "tools/bootstrap"):
+            bazel_client.run_streamed(
+                [str(self.dir / "no-bazel"), "build"], self.dir, self.log, print, what="a test"
+            )
 
 
 if __name__ == "__main__":
