@@ -7,7 +7,7 @@ this checkout and commits it as the base; `ExampleWorkspace.score` then, for one
 case, resets the copy to that base, commits the case's ledger and drift, applies
 the patch with `git apply`, reads the touched paths from the patch
 (`agent_gate.formats.patch`) and runs `bazel test //:agent_gate` with a fresh run id
-(`agent_gate.drive.bazel`). One workspace path for every case keeps one Bazel server
+(`agent_gate.drive.gate_target`). One workspace path for every case keeps one Bazel server
 and output base warm.
 
 Callers make `from proto import agent_gate_pb2` importable first
@@ -29,7 +29,7 @@ import wired_copy
 import yaml
 from google.protobuf import text_format
 
-from agent_gate.drive import bazel
+from agent_gate.drive import bazel_client, gate_target
 from agent_gate.formats import patch
 from proto import agent_gate_pb2
 
@@ -80,7 +80,7 @@ class CaseResult:
     """A scored case: the gate run and what the patch touched."""
 
     case: Case
-    run: bazel.GateRun
+    run: gate_target.GateRun
     touched: list[str]  # from the patch text (agent_gate.formats.patch)
     git_paths: list[str]  # what git says the applied patch changed
     prepare_seconds: float
@@ -166,7 +166,7 @@ def check(result: CaseResult) -> list[str]:
     if report.decision != case.expect:
         problems.append(f"decision {report.decision!r}, expected {case.expect!r}: {report.rule}")
     promoted = report.decision == "promote"
-    if (run.exit_code == bazel.EXIT_TESTS_PASSED) != promoted:
+    if (run.exit_code == gate_target.EXIT_TESTS_PASSED) != promoted:
         problems.append(f"bazel exited {run.exit_code} for decision {report.decision!r}")
     if sorted(result.touched) != sorted(result.git_paths):
         problems.append(f"touched paths {result.touched} differ from git's {result.git_paths}")
@@ -232,7 +232,7 @@ class ExampleWorkspace:
         repo_root: Path = REPO_ROOT,
     ) -> ExampleWorkspace:
         """Copy the example to `root` (which must not exist), wire it to this checkout, commit."""
-        bazel.find_bazel(bazel_binary)  # fail early, naming tools/bootstrap
+        bazel_client.find_bazel(bazel_binary)  # fail early, naming tools/bootstrap
         if root.exists():
             raise CaseError(f"{root} exists; give a new directory for the example workspace")
         shutil.copytree(example, root, ignore=_COPY_IGNORE, symlinks=True)
@@ -299,9 +299,9 @@ class ExampleWorkspace:
         commit_counts: Mapping[str, int] | None = None,
         progress: Progress | None = None,
         use_rc_file: bool | None = None,
-    ) -> bazel.GateRun:
+    ) -> gate_target.GateRun:
         work_dir = (self.runs_dir or self.root.parent / "runs") / run_id
-        return bazel.run_gate(
+        return gate_target.run_gate(
             self.root,
             GATE_TARGET,
             changed_paths=changed_paths,
@@ -323,7 +323,7 @@ class ExampleWorkspace:
         prepared = time.monotonic()
         run = self.run_gate(
             touched,
-            run_id=run_id or bazel.new_run_id(case.name),
+            run_id=run_id or gate_target.new_run_id(case.name),
             commit_counts=case.commit_counts,
             progress=progress,
         )
@@ -346,7 +346,7 @@ class ExampleWorkspace:
     def bazel_test_all(self, progress: Progress | None = None) -> int:
         """`bazel test //...` without gate flags; return bazel's exit code."""
         command = [
-            bazel.find_bazel(self.bazel_binary),
+            bazel_client.find_bazel(self.bazel_binary),
             *self.startup_flags,
             "test",
             "--color=no",
@@ -367,4 +367,6 @@ class ExampleWorkspace:
         return done.returncode
 
     def shutdown(self) -> int:
-        return bazel.shutdown(self.root, bazel=self.bazel_binary, output_base=self.output_base)
+        return bazel_client.shutdown(
+            self.root, bazel=self.bazel_binary, output_base=self.output_base
+        )

@@ -29,7 +29,7 @@ protogen.ensure_proto_importable()
 
 import cases  # noqa: E402
 
-from agent_gate.drive import bazel  # noqa: E402
+from agent_gate.drive import bazel_client, gate_flags  # noqa: E402
 from agent_gate.formats import patch  # noqa: E402
 
 
@@ -84,7 +84,7 @@ def _score_all(
         started = time.monotonic()
         try:
             result = workspace.score(case, progress=progress)
-        except (cases.CaseError, patch.PatchError, bazel.GateInputError) as error:
+        except (cases.CaseError, patch.PatchError, gate_flags.GateInputError) as error:
             timings.append(time.monotonic() - started)
             failures.append(f"{case.name}: {error}")
             rows.append((case.name, case.patch, case.expect, "error", str(error)))
@@ -127,7 +127,7 @@ def main(argv: list[str]) -> int:
         workspace = cases.ExampleWorkspace.create(
             workdir / "monorepo", output_base=workdir / "output_base", bazel_binary=args.bazel
         )
-    except (bazel.BazelNotFoundError, cases.CaseError) as error:
+    except (bazel_client.BazelNotFoundError, cases.CaseError) as error:
         _say(f"demo: {error}")
         return 2
     _say(f"demo: scoring {len(selected)} cases in {workspace.root}")

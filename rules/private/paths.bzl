@@ -150,7 +150,7 @@ def directories_holding(paths, prefixes):
 def decode_paths(value):
     """Changed paths from the flag: comma-separated, `%2C` and `%25` for `,` and `%` in a name.
 
-    The inverse of `encode_path` in tools/agent_gate/drive/bazel.py. Names are kept byte
+    The inverse of `encode_path` in tools/agent_gate/drive/gate_flags.py. Names are kept byte
     for byte (no trimming), so no path can pose as another; empty items are skipped.
 
     Args:

@@ -55,14 +55,14 @@ import wired_copy  # noqa: E402
 from absl.testing import absltest  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 
-from agent_gate.drive import bazel as bazel_lib  # noqa: E402
+from agent_gate.drive import bazel_client, gate_target  # noqa: E402
 from agent_gate.formats import patch as patch_lib  # noqa: E402
 from agent_gate.formats import seal  # noqa: E402
 from proto import agent_gate_pb2  # noqa: E402
 
 CLI = ROOT / "tools" / "agent-gate"
 # The real Bazel binary, which the CLI itself would resolve from the launcher.
-REAL_BAZEL = bazel_lib.find_bazel()
+REAL_BAZEL = bazel_client.find_bazel()
 # Not /tmp: every sandboxed action gets a private tmpfs there, which linux-sandbox
 # cannot mount over an output base below it (the CLI refuses such a layout).
 TEMP_ROOT = "/var/tmp"
@@ -754,7 +754,7 @@ _agree_with_the_fixture()
         It runs the real Bazel, then rewrites the gate's report to a promote, so
         no guard inside the gate can stop it: the check has to happen before
         Bazel runs. `score` sends such a diff to review without running Bazel
-        (and agent_gate.drive.bazel.run_gate refuses to run on it at all).
+        (and agent_gate.drive.gate_target.run_gate refuses to run on it at all).
         """
 
         def edit(root: Path) -> None:
@@ -785,7 +785,7 @@ _agree_with_the_fixture()
             (root / "tools/bazel").chmod(0o755)
 
         launcher = shutil.which("bazel")
-        if launcher is None or not bazel_lib._is_script(Path(launcher)):
+        if launcher is None or not bazel_client._is_script(Path(launcher)):
             self.skipTest("the bazel on PATH is not a launcher script")
         saved = self.repo.env
         self.repo.env = {key: value for key, value in saved.items() if key != "AGENT_GATE_BAZEL"}
@@ -998,12 +998,12 @@ _agree_with_the_fixture()
         )
         self.addCleanup(lambda: _git(root, "checkout", "--", "lib/calc/BUILD.bazel"))
         output_base = self.repo.top / "plain_output_base"
-        # The lane's Bazel (bazel_lib.find_bazel), as the CLI would run it.
-        self.addCleanup(bazel_lib.shutdown, root, output_base=output_base)
-        run = bazel_lib.run_gate(
+        # The lane's Bazel (bazel_client.find_bazel), as the CLI would run it.
+        self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
+        run = gate_target.run_gate(
             root,
             changed_paths=["lib/calc/BUILD.bazel"],
-            run_id=bazel_lib.new_run_id("plain"),
+            run_id=gate_target.new_run_id("plain"),
             output_base=output_base,
             work_dir=self.repo.top / "plain_run",
         )

@@ -34,7 +34,7 @@ from absl.testing import absltest  # noqa: E402
 from bazel7_workspace import Bazel7Workspace  # noqa: E402
 
 from agent_gate.core import pathdigest  # noqa: E402
-from agent_gate.drive import bazel  # noqa: E402
+from agent_gate.drive import gate_target  # noqa: E402
 
 SOURCE = ROOT / "tests" / "e2e" / "workspaces" / "bzlmod_consumer"
 PROBE = ROOT / "tests" / "e2e" / "workspaces" / "runner_faults" / "probe.sh"
@@ -68,7 +68,7 @@ class BzlmodConsumerTest(absltest.TestCase):
 
     def gate(self, *paths: str) -> tuple[subprocess.CompletedProcess[str], dict]:
         """`bazel test //:agent_gate` with `paths`; the process and the JSON report."""
-        run_id = bazel.new_run_id("bzlmod")
+        run_id = gate_target.new_run_id("bzlmod")
         done = self.lane.bazel(
             "test",
             "--spawn_strategy=linux-sandbox",

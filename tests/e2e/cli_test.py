@@ -34,7 +34,7 @@ import yaml  # noqa: E402
 from absl.testing import absltest  # noqa: E402
 from google.protobuf import json_format, text_format  # noqa: E402
 
-from agent_gate.drive import bazel  # noqa: E402
+from agent_gate.drive import bazel_client  # noqa: E402
 from agent_gate.formats import seal  # noqa: E402
 from proto import agent_gate_pb2  # noqa: E402
 
@@ -115,7 +115,8 @@ class CliTest(absltest.TestCase):
             cls.second = cls._timed_score("second", "promote_refactor.patch")
             # Asked of the warm server now: asking in tearDownClass could start a cold one.
             (scoring,) = (cls.cache / "agent_gate").glob("*/scoring")
-            cls.scoring_output_base = bazel.server_info(bazel.find_bazel(), scoring)[1]
+            binary = bazel_client.find_bazel()
+            cls.scoring_output_base = bazel_client.server_info(binary, scoring)[1]
         except BaseException:
             cls.tearDownClass()  # absltest skips it when setUpClass fails: no server may leak
             raise
@@ -124,7 +125,7 @@ class CliTest(absltest.TestCase):
     def tearDownClass(cls):
         for worktree in (cls.cache / "agent_gate").glob("*/scoring"):
             if worktree.is_dir():
-                bazel.shutdown(worktree)
+                bazel_client.shutdown(worktree)
         # The scoring worktree's output base is keyed by its path, so never used again.
         output_base = getattr(cls, "scoring_output_base", None)
         if output_base is not None and _output_base_of(output_base, cls.cache):
@@ -629,7 +630,7 @@ class CliTest(absltest.TestCase):
     def test_past_the_deadline_nothing_is_decided_and_no_bazel_is_left(self):
         """A cold server cannot start in 2 s: the CLI stops, says so, kills client and server."""
         scoring = self.state() / "scoring"
-        bazel.shutdown(scoring)
+        bazel_client.shutdown(scoring)
         done, out = self.score("promote_refactor.patch", "--deadline", "2", report="late.json")
         self.assertUsageError(done, "deadline of 2s")
         self.assertFalse(out.exists())

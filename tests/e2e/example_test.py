@@ -30,7 +30,7 @@ import cases  # noqa: E402
 import lane  # noqa: E402
 from absl.testing import absltest, parameterized  # noqa: E402
 
-from agent_gate.drive import bazel  # noqa: E402
+from agent_gate.drive import bazel_client, gate_target  # noqa: E402
 
 CASES = cases.load_cases()
 _CASES_BY_NAME = {case.name: case for case in CASES}
@@ -128,7 +128,7 @@ class GateMechanicsTest(absltest.TestCase):
         )
         result_file = result_file.with_name(result_file.name + ".result.txtpb")
 
-        first = workspace.run_gate(touched, run_id=bazel.new_run_id("same"))
+        first = workspace.run_gate(touched, run_id=gate_target.new_run_id("same"))
         self.assertEqual(first.decision, "hold", first.problem)
         before = (result_file.stat().st_mtime_ns, result_file.read_bytes())
 
@@ -136,7 +136,7 @@ class GateMechanicsTest(absltest.TestCase):
         self.assertEqual(again.decision, "hold", again.problem)
         self.assertEqual((result_file.stat().st_mtime_ns, result_file.read_bytes()), before)
 
-        fresh = workspace.run_gate(touched, run_id=bazel.new_run_id("fresh"))
+        fresh = workspace.run_gate(touched, run_id=gate_target.new_run_id("fresh"))
         self.assertEqual(fresh.decision, "hold", fresh.problem)
         rerun = workspace.run_result("counter.monotonic_under_replay")
         assert rerun is not None
@@ -153,7 +153,7 @@ class GateMechanicsTest(absltest.TestCase):
         padding = [f"docs/generated/{index:05d}/{'page-' * 10}.md" for index in range(3000)]
         paths = touched + padding
         self.assertGreater(len(",".join(paths)), 128 * 1024)
-        run = workspace.run_gate(paths, run_id=bazel.new_run_id("long"))
+        run = workspace.run_gate(paths, run_id=gate_target.new_run_id("long"))
         self.assertIsNotNone(run.rc_path)
         self.assertIsNotNone(run.report, run.problem)
         assert run.report is not None
@@ -168,7 +168,9 @@ class GateMechanicsTest(absltest.TestCase):
         workspace.reset()
         build = workspace.root / "store" / "counters" / "BUILD.bazel"
         build.write_text(build.read_text(encoding="utf-8") + "\nthis is not starlark(\n")
-        run = workspace.run_gate(["store/counters/BUILD.bazel"], run_id=bazel.new_run_id("broken"))
+        run = workspace.run_gate(
+            ["store/counters/BUILD.bazel"], run_id=gate_target.new_run_id("broken")
+        )
         self.assertIsNone(run.report)
         self.assertNotIn(run.exit_code, (0, 3))
         self.assertIn("before the gate could decide", run.problem or "")
@@ -183,7 +185,7 @@ class GateMechanicsTest(absltest.TestCase):
         events.write_text(events.read_text(encoding="utf-8") + "7 signups incr 1\n")
         done = subprocess.run(
             [
-                bazel.find_bazel(workspace.bazel_binary),
+                bazel_client.find_bazel(workspace.bazel_binary),
                 *workspace.startup_flags,
                 "run",
                 "//fixtures/replays:replays.update_seal",

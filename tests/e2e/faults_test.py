@@ -22,7 +22,7 @@ protogen.ensure_proto_importable()
 from absl.testing import absltest  # noqa: E402
 from google.protobuf import text_format  # noqa: E402
 
-from agent_gate.drive import bazel  # noqa: E402
+from agent_gate.drive import bazel_client, gate_target  # noqa: E402
 from proto import agent_gate_pb2  # noqa: E402
 
 SOURCE = ROOT / "tests" / "e2e" / "workspaces" / "faults"
@@ -41,12 +41,12 @@ class FaultsTest(absltest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        bazel.shutdown(cls.workspace)
+        bazel_client.shutdown(cls.workspace)
         shutil.rmtree(cls.workspace.parent, ignore_errors=True)
 
     def _gate(self, mode: str) -> agent_gate_pb2.Row:
-        run = bazel.run_gate(
-            self.workspace, changed_paths=[f"{mode}/x"], run_id=bazel.new_run_id(mode)
+        run = gate_target.run_gate(
+            self.workspace, changed_paths=[f"{mode}/x"], run_id=gate_target.new_run_id(mode)
         )
         self.assertIsNotNone(run.report, run.problem)
         self.decision = run.report.decision
@@ -101,11 +101,11 @@ class FaultsTest(absltest.TestCase):
             ")\n"
         )
         try:
-            run = bazel.run_gate(
+            run = gate_target.run_gate(
                 self.workspace,
                 "//:gate_with_missing_test",
                 changed_paths=["missing/x"],
-                run_id=bazel.new_run_id("missing"),
+                run_id=gate_target.new_run_id("missing"),
             )
         finally:
             build.write_text(original)

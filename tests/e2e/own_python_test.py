@@ -38,7 +38,7 @@ from absl.testing import absltest  # noqa: E402
 from bazel7_workspace import BAZEL7, Bazel7Workspace  # noqa: E402
 from google.protobuf import text_format  # noqa: E402
 
-from agent_gate.drive import bazel  # noqa: E402
+from agent_gate.drive import bazel_client, gate_target  # noqa: E402
 from proto import agent_gate_pb2  # noqa: E402
 
 SOURCE = ROOT / "tests" / "e2e" / "workspaces" / "own_python"
@@ -109,7 +109,7 @@ def _copy_workspace(tmp: Path, python: Path, *, bzlmod: bool) -> Path:
 
 
 class OwnPythonTest(absltest.TestCase):
-    def check_report(self, run: bazel.GateRun, workspace: Path) -> None:
+    def check_report(self, run: gate_target.GateRun, workspace: Path) -> None:
         if run.report is None:
             logs = [run.log_path, run.test_log_path]
             tails = [path.read_text(errors="replace")[-3000:] for path in logs if path]
@@ -142,10 +142,10 @@ class OwnPythonTest(absltest.TestCase):
                 check=False,
             )
             self.assertEqual(done.returncode, 0, done.stdout[-3000:] + done.stderr[-3000:])
-            run = bazel.run_gate(
+            run = gate_target.run_gate(
                 workspace,
                 changed_paths=["fixtures/x"],
-                run_id=bazel.new_run_id("own-python"),
+                run_id=gate_target.new_run_id("own-python"),
                 output_base=output_base,
             )
             self.check_report(run, workspace)
@@ -163,11 +163,11 @@ class OwnPythonTest(absltest.TestCase):
             done = lane.bazel("test", *LATER_DEFAULTS, own, "//:own_python_test", timeout=900)
             self.assertEqual(done.returncode, 0, done.stdout[-3000:] + done.stderr[-3000:])
             # The binary the CLI would be told to use (a launcher is refused unless named).
-            with mock.patch.dict(os.environ, {bazel.BAZEL_ENV: str(BAZEL7)}):
-                run = bazel.run_gate(
+            with mock.patch.dict(os.environ, {bazel_client.BAZEL_ENV: str(BAZEL7)}):
+                run = gate_target.run_gate(
                     lane.root,
                     changed_paths=["fixtures/x"],
-                    run_id=bazel.new_run_id("own-python"),
+                    run_id=gate_target.new_run_id("own-python"),
                     extra_flags=[*LATER_DEFAULTS, own],
                     output_base=lane.output_base,
                     timeout_seconds=900,

@@ -1,6 +1,6 @@
 """Flags through the rc file round-trip exactly under the real Bazel (4.2.3, and 7.7.1).
 
-Past 64 KiB the CLI hands the gate its flags in an rc file (`bazel.write_rc_file`).
+Past 64 KiB the CLI hands the gate its flags in an rc file (`gate_flags.write_rc_file`).
 Bazel's rc tokenizer takes a backslash as an escape even inside single quotes, and
 `#` as a comment, so a crafted file name once shifted every later path. Here a
 tiny workspace declares string build settings and a rule that writes their values
@@ -31,7 +31,7 @@ from absl.testing import absltest  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from agent_gate.drive import bazel  # noqa: E402
+from agent_gate.drive import bazel_client, gate_flags  # noqa: E402
 
 SETTINGS = 8
 DEFS = """
@@ -98,7 +98,7 @@ class RcRoundTripTest(absltest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        bazel.shutdown(cls.workspace, output_base=cls.output_base)
+        bazel_client.shutdown(cls.workspace, output_base=cls.output_base)
         shutil.rmtree(cls.top, ignore_errors=True)
         super().tearDownClass()
 
@@ -107,10 +107,10 @@ class RcRoundTripTest(absltest.TestCase):
         type(self).count += 1
         rc = self.top / f"flags{self.count}.bazelrc"
         flags = [f"--//:s{index}={value}" for index, value in enumerate(values)]
-        bazel.write_rc_file(rc, flags, "/dev/null")
+        gate_flags.write_rc_file(rc, flags, "/dev/null")
         done = subprocess.run(
             [
-                bazel.find_bazel(),
+                bazel_client.find_bazel(),
                 f"--output_base={self.output_base}",
                 f"--bazelrc={rc}",
                 "test",  # the rc file's lines are `test` lines, as the CLI's
@@ -120,7 +120,7 @@ class RcRoundTripTest(absltest.TestCase):
             ],
             cwd=self.workspace,
             capture_output=True,
-            env=bazel.bazel_env(),
+            env=bazel_client.bazel_env(),
             check=False,
         )
         # 4: "no test targets"; the rule was built all the same.
@@ -142,7 +142,7 @@ class RcRoundTripTest(absltest.TestCase):
     @given(st.lists(TEXT.filter(lambda text: text != ""), min_size=1, max_size=20))
     def test_changed_paths_flag_decodes_to_the_paths_sent(self, paths):
         """The gate's own encoding (`encode_path`), decoded as the rule decodes it."""
-        encoded = ",".join(bazel.encode_path(path) for path in paths)
+        encoded = ",".join(gate_flags.encode_path(path) for path in paths)
         (seen,) = self.through_rc([encoded])
         decoded = [item.replace("%2C", ",").replace("%25", "%") for item in seen.split(",")]
         self.assertEqual(decoded, paths)

@@ -51,7 +51,7 @@ protogen.ensure_proto_importable()
 from absl.testing import absltest  # noqa: E402
 from google.protobuf import text_format  # noqa: E402
 
-from agent_gate.drive import bazel  # noqa: E402
+from agent_gate.drive import bazel_client, gate_target  # noqa: E402
 from agent_gate.formats.report import JSON_NAME  # noqa: E402
 from proto import agent_gate_pb2  # noqa: E402
 
@@ -114,7 +114,7 @@ def setUpModule() -> None:
 def tearDownModule() -> None:
     top = _state.get("top")
     if top is not None:
-        bazel.shutdown(_state["workspace"], output_base=_state["output_base"])
+        bazel_client.shutdown(_state["workspace"], output_base=_state["output_base"])
         shutil.rmtree(top, onerror=_writable)
     _say("  runner faults timings (the first gate starts the Bazel server):")
     for name, seconds, outcome in TIMINGS:
@@ -144,10 +144,10 @@ class RunnerFaultsTest(absltest.TestCase):
         self.assertEqual(_orphans(), [], "a process of a property outlived the gate")
 
     def gate(self, *modes: str, run_id: str | None = None, flags=(), timeout=600.0):
-        return bazel.run_gate(
+        return gate_target.run_gate(
             self.workspace,
             changed_paths=[f"{mode}/x" for mode in modes],
-            run_id=run_id or bazel.new_run_id("-".join(modes)),
+            run_id=run_id or gate_target.new_run_id("-".join(modes)),
             output_base=self.output_base,
             extra_flags=flags,
             work_dir=_state["top"] / "runs" / "-".join(modes) / str(time.monotonic_ns()),
@@ -159,7 +159,7 @@ class RunnerFaultsTest(absltest.TestCase):
         TIMINGS.append((name, time.monotonic() - started, outcome))
         _say(f"  runner faults: {name}: {outcome} in {time.monotonic() - started:.1f}s")
 
-    def row(self, run: bazel.GateRun, mode: str) -> agent_gate_pb2.Row:
+    def row(self, run: gate_target.GateRun, mode: str) -> agent_gate_pb2.Row:
         self.assertIsNotNone(run.report, run.problem)
         (row,) = [row for row in run.report.rows if row.property_id == f"fault.{mode}"]
         return row
@@ -170,8 +170,8 @@ class RunnerFaultsTest(absltest.TestCase):
     def result_file(self, mode: str) -> Path:
         return self.workspace / "bazel-bin" / "agent_gate.runs" / f"fault.{mode}.result.txtpb"
 
-    def assert_not_promoted(self, run: bazel.GateRun) -> None:
-        self.assertNotEqual(run.exit_code, bazel.EXIT_TESTS_PASSED, run.problem)
+    def assert_not_promoted(self, run: gate_target.GateRun) -> None:
+        self.assertNotEqual(run.exit_code, gate_target.EXIT_TESTS_PASSED, run.problem)
         self.assertNotEqual(run.decision, "promote")
         if run.report is None:
             self.assertTrue(run.problem, "no report and no message")
@@ -184,12 +184,12 @@ class RunnerFaultsTest(absltest.TestCase):
         text = self.result_file(mode).read_text()
         return text_format.Parse(text, agent_gate_pb2.RunResult())
 
-    def assert_unsandboxed_review(self, run: bazel.GateRun) -> None:
+    def assert_unsandboxed_review(self, run: gate_target.GateRun) -> None:
         """Without linux-sandbox the action sees the host's network: review, saying so."""
         self.assertEqual(run.decision, "review", run.problem)
         self.assertIn("run the gate under linux-sandbox", "\n".join(run.report.errors))
 
-    def _orphan_case(self, name: str, flags: tuple[str, ...]) -> bazel.GateRun:
+    def _orphan_case(self, name: str, flags: tuple[str, ...]) -> gate_target.GateRun:
         started = time.monotonic()
         run = self.gate("orphan", flags=flags)
         row = self.row(run, "orphan")
@@ -211,7 +211,7 @@ class RunnerFaultsTest(absltest.TestCase):
         run = self._orphan_case("orphan_daemon_unsandboxed", ("--spawn_strategy=local",))
         self.assert_unsandboxed_review(run)
 
-    def _leak_case(self, name: str, flags: tuple[str, ...]) -> bazel.GateRun:
+    def _leak_case(self, name: str, flags: tuple[str, ...]) -> gate_target.GateRun:
         """Run 1 writes a mark everywhere it can; run 2 must find none; the host keeps none."""
         started = time.monotonic()
         self.assertEqual(self._host_marks(()), [], "a mark of an earlier probe is on the host")
@@ -306,7 +306,7 @@ class RunnerFaultsTest(absltest.TestCase):
         """
         started = time.monotonic()
         flags = ("--noexperimental_check_output_files", "--nocache_test_results")
-        run_id = bazel.new_run_id("truncated")
+        run_id = gate_target.new_run_id("truncated")
         first = self.gate("pass", run_id=run_id, flags=flags)
         self.assertEqual(first.decision, "promote", first.problem)
         result = self.result_file("pass")
@@ -331,8 +331,11 @@ class RunnerFaultsTest(absltest.TestCase):
     def test_two_gates_at_once_on_one_workspace(self):
         """The second client waits for the server; each report is its own or there is none."""
         started = time.monotonic()
-        runs: dict[str, bazel.GateRun] = {}
-        ids = {"pass": bazel.new_run_id("together-pass"), "fail": bazel.new_run_id("together-fail")}
+        runs: dict[str, gate_target.GateRun] = {}
+        ids = {
+            "pass": gate_target.new_run_id("together-pass"),
+            "fail": gate_target.new_run_id("together-fail"),
+        }
 
         def gate(mode: str) -> None:
             runs[mode] = self.gate(mode, run_id=ids[mode])
@@ -359,7 +362,7 @@ class RunnerFaultsTest(absltest.TestCase):
                 continue
             self.assertEqual(run.report.run_id, ids[mode], "a report of the other gate")
             self.assertEqual(run.decision, expected, run.report.reasons)
-            self.assertEqual(run.exit_code == bazel.EXIT_TESTS_PASSED, expected == "promote")
+            self.assertEqual(run.exit_code == gate_target.EXIT_TESTS_PASSED, expected == "promote")
         self.assertTrue(any(runs[mode].report is not None for mode in ids), outcomes)
 
     def test_disk_full_while_writing_the_report(self):

@@ -23,15 +23,15 @@ protogen.ensure_proto_importable()
 
 from absl.testing import absltest  # noqa: E402
 
-from agent_gate.drive import bazel  # noqa: E402
+from agent_gate.drive import bazel_client, gate_target  # noqa: E402
 
 
-def _gate(*changed: str, target: str = "//:agent_gate") -> bazel.GateRun:
-    run = bazel.run_gate(
+def _gate(*changed: str, target: str = "//:agent_gate") -> gate_target.GateRun:
+    run = gate_target.run_gate(
         ROOT,
         target,
         changed_paths=changed,
-        run_id=bazel.new_run_id("self"),
+        run_id=gate_target.new_run_id("self"),
         flag_prefix="//:",
     )
     if run.report is None:
@@ -39,7 +39,7 @@ def _gate(*changed: str, target: str = "//:agent_gate") -> bazel.GateRun:
     return run
 
 
-def _rows(run: bazel.GateRun) -> dict[str, str]:
+def _rows(run: gate_target.GateRun) -> dict[str, str]:
     return {row.property_id: row.vote for row in run.report.rows}
 
 
@@ -128,13 +128,13 @@ class SelfGateBazel7Test(absltest.TestCase):
         "--spawn_strategy=linux-sandbox",
     )
 
-    def gate(self, *changed: str) -> bazel.GateRun:
+    def gate(self, *changed: str) -> gate_target.GateRun:
         # tools/bazel7 is a script, so it is named explicitly (find_bazel trusts that).
-        with mock.patch.dict(os.environ, {bazel.BAZEL_ENV: str(ROOT / "tools" / "bazel7")}):
-            run = bazel.run_gate(
+        with mock.patch.dict(os.environ, {bazel_client.BAZEL_ENV: str(ROOT / "tools" / "bazel7")}):
+            run = gate_target.run_gate(
                 ROOT,
                 changed_paths=changed,
-                run_id=bazel.new_run_id("self7"),
+                run_id=gate_target.new_run_id("self7"),
                 extra_flags=self.LATER_DEFAULTS,
             )
         if run.report is None:

@@ -37,7 +37,7 @@ protogen.ensure_proto_importable()
 from absl.testing import absltest  # noqa: E402
 from bazel7_workspace import Bazel7Workspace  # noqa: E402
 
-from agent_gate.drive import bazel  # noqa: E402
+from agent_gate.drive import bazel_client, gate_target  # noqa: E402
 
 SOURCE = ROOT / "tests" / "e2e" / "workspaces" / "wrapped"
 # The line check.sh prints with its arguments and variables.
@@ -68,12 +68,12 @@ class _Lane:
     workspace: Path
     output_base: Path
 
-    def gate(self, path: str) -> bazel.GateRun:
-        with mock.patch.dict(os.environ, {bazel.BAZEL_ENV: self.bazel}):
-            run = bazel.run_gate(
+    def gate(self, path: str) -> gate_target.GateRun:
+        with mock.patch.dict(os.environ, {bazel_client.BAZEL_ENV: self.bazel}):
+            run = gate_target.run_gate(
                 self.workspace,
                 changed_paths=[path],
-                run_id=bazel.new_run_id("wrapped"),
+                run_id=gate_target.new_run_id("wrapped"),
                 extra_flags=self.flags,
                 startup_flags=(f"--output_base={self.output_base}",),
                 timeout_seconds=900,
@@ -93,7 +93,7 @@ class _Lane:
             check=False,
         )
 
-    def row(self, run: bazel.GateRun, property_id: str):
+    def row(self, run: gate_target.GateRun, property_id: str):
         (found,) = [row for row in run.report.rows if row.property_id == property_id]
         return found
 
@@ -161,7 +161,7 @@ class Bazel4Test(_Lane, absltest.TestCase):
 
     @classmethod
     def tearDownClass(cls) -> None:
-        bazel.shutdown(cls.workspace, output_base=cls.output_base)
+        bazel_client.shutdown(cls.workspace, output_base=cls.output_base)
         subprocess.run(["chmod", "-R", "u+w", str(cls.top)], check=False)
         shutil.rmtree(cls.top, ignore_errors=True)
         super().tearDownClass()

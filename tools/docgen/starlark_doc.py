@@ -1,4 +1,10 @@
-"""A Markdown reference of agent_gate's rules, read from the syntax trees of its .bzl files.
+"""A Markdown reference of agent_gate's rules: the model, its checks, its renderer, and
+the front-end that reads the syntax trees of the .bzl files.
+
+Two front-ends fill the same model (Macro, Rule, Provider), which one renderer
+writes: this module's, on every Bazel lane, and `module_info.py`'s, from the
+ModuleInfo that Bazel >= 7's `starlark_doc_extract` writes. Both lanes write the
+same docs/rules.md.
 
 Starlark is close enough to Python that `ast` parses every .bzl file of `rules/`.
 The generator follows `load()` from the public files to the private ones,
@@ -8,7 +14,8 @@ arguments (Google-style `Args:`) and the attributes of the rules it declares, a
 rule with its attributes, a provider with its fields.
 
 It works the same on Bazel 4.2.3, which has no `starlark_doc_extract`, and on any
-later Bazel: nothing runs Bazel. It refuses (DocError) what a reader would miss:
+later Bazel: nothing runs Bazel. Whichever front-end filled the model, `check`
+refuses (DocError) what a reader would miss:
 an exported symbol without a docstring, an attribute without `doc`, a macro
 argument missing from `Args:`, or a rule attribute the macro neither takes,
 names in its docstring, nor sets itself (an attribute doc that begins
@@ -94,6 +101,7 @@ class Rule:
 @dataclass(frozen=True)
 class Provider:
     name: str
+    file: str
     doc: str
     fields: tuple[tuple[str, str], ...]
 
@@ -314,8 +322,6 @@ def _rule(reader: _Reader, module: _Module, name: str) -> Rule | None:
     keywords = _call_keywords(call)
     where = f"{module.path}: rule {name}"
     doc = _string(module, keywords["doc"]) if "doc" in keywords else ""
-    if not doc:
-        raise DocError(f"{where} has no `doc`; say what the rule is for")
     attributes = []
     if "attrs" in keywords:
         attrs = _as_dict(module, keywords["attrs"], reader)
@@ -337,10 +343,8 @@ def _attribute(where: str, name: str, spec: _AttrCall, reader: _Reader) -> Attri
         raise DocError(f"{where}: attribute {name} is `attr.{spec.kind}`, unknown to the generator")
     doc_node = spec.keywords.get("doc")
     doc = _evaluate(spec.module, doc_node, reader) if doc_node is not None else ""
-    if not isinstance(doc, str) or not doc.strip():
-        raise DocError(
-            f'{where}: attribute {name} has no `doc`; add `doc = "..."` saying what it is'
-        )
+    if not isinstance(doc, str):
+        raise DocError(f"{where}: the `doc` of attribute {name} is not a string")
     mandatory_node = spec.keywords.get("mandatory")
     mandatory = (
         mandatory_node is not None and _evaluate(spec.module, mandatory_node, reader) is True
@@ -360,16 +364,13 @@ def _provider(module: _Module, name: str) -> Provider | None:
     keywords = _call_keywords(call)
     doc_node = keywords.get("doc", call.args[0] if call.args else None)
     doc = _string(module, doc_node) if doc_node is not None else ""
-    if not doc:
-        raise DocError(f"{module.path}: provider {name} has no `doc`")
     fields_node = keywords.get("fields")
     fields = _evaluate(module, fields_node, None) if fields_node is not None else {}
-    if not isinstance(fields, dict):
+    if not isinstance(fields, dict) or not all(
+        isinstance(key, str) and isinstance(value, str) for key, value in fields.items()
+    ):
         raise DocError(f"{module.path}: provider {name}: give `fields` as a dict of name to doc")
-    for field_name, field_doc in fields.items():
-        if not isinstance(field_doc, str) or not field_doc.strip():
-            raise DocError(f"{module.path}: provider {name}: field {field_name} has no doc")
-    return Provider(name, inspect.cleandoc(doc), tuple(sorted(fields.items())))
+    return Provider(name, module.path, inspect.cleandoc(doc), tuple(sorted(fields.items())))
 
 
 def parse_docstring(text: str) -> tuple[str, dict[str, str], str]:
@@ -418,22 +419,31 @@ def _macro(reader: _Reader, module: _Module, name: str) -> Macro | None:
     function = module.functions.get(name)
     if function is None:
         return None
-    where = f"{module.path}: macro {name}"
-    docstring = ast.get_docstring(function, clean=True)
-    if not docstring:
-        raise DocError(f"{where} has no docstring; say what it declares, with `Args:`")
+    docstring = ast.get_docstring(function, clean=True) or ""
     description, arguments, returns = parse_docstring(docstring)
     parameters = _parameters(module, function.args)
-    names = [parameter.name for parameter in parameters]
-    missing = [name for name in names if name not in arguments]
+    rules = _rules_declared(reader, module, function)
+    return Macro(
+        name, module.path, tuple(parameters), description, arguments, returns, tuple(rules)
+    )
+
+
+def _check_macro(macro: Macro) -> None:
+    where = f"{macro.file}: macro {macro.name}"
+    if not macro.description:
+        raise DocError(f"{where} has no docstring; say what it declares, with `Args:`")
+    names = [parameter.name for parameter in macro.parameters]
+    missing = [name for name in names if not macro.arguments.get(name)]
     if missing:
         raise DocError(f"{where}: `Args:` does not describe {', '.join(missing)}")
-    unknown = [name for name in arguments if name not in names]
+    unknown = [name for name in macro.arguments if name not in names]
     if unknown:
         raise DocError(f"{where}: `Args:` describes {', '.join(unknown)}, which it does not take")
-    rules = _rules_declared(reader, module, function)
-    mentioned = set(re.findall(r"`(\w+)`", docstring)) | {n.lstrip("*") for n in names}
-    for rule in rules:
+    texts = [macro.description, macro.returns, *macro.arguments.values()]
+    mentioned = {word for text in texts for word in re.findall(r"`(\w+)`", text)}
+    mentioned |= {name.lstrip("*") for name in names}
+    for rule in macro.rules:
+        _check_rule(rule)
         for attribute in rule.attributes:
             if attribute.name in mentioned or attribute.doc.startswith(_SET_BY_MACRO):
                 continue
@@ -442,9 +452,42 @@ def _macro(reader: _Reader, module: _Module, name: str) -> Macro | None:
                 f"nor named (`{attribute.name}`) in the docstring, nor documented as "
                 f'"{_SET_BY_MACRO}"; say how a BUILD file sets it (e.g. under **kwargs)'
             )
-    return Macro(
-        name, module.path, tuple(parameters), description, arguments, returns, tuple(rules)
-    )
+
+
+def _check_rule(rule: Rule) -> None:
+    where = f"{rule.file}: rule {rule.name}"
+    if not rule.doc.strip():
+        raise DocError(f"{where} has no `doc`; say what the rule is for")
+    for attribute in rule.attributes:
+        if attribute.kind not in _KIND_NAMES:
+            raise DocError(
+                f"{where}: attribute {attribute.name} is `attr.{attribute.kind}`, "
+                "unknown to the generator"
+            )
+        if not attribute.doc.strip():
+            raise DocError(
+                f'{where}: attribute {attribute.name} has no `doc`; add `doc = "..."` '
+                "saying what it is"
+            )
+
+
+def _check_provider(provider: Provider) -> None:
+    where = f"{provider.file}: provider {provider.name}"
+    if not provider.doc.strip():
+        raise DocError(f"{where} has no `doc`")
+    for name, doc in provider.fields:
+        if not doc.strip():
+            raise DocError(f"{where}: field {name} has no doc")
+
+
+def check(symbol: Symbol) -> None:
+    """Refuses (DocError) a symbol a reader of the reference would miss something of."""
+    if isinstance(symbol, Macro):
+        _check_macro(symbol)
+    elif isinstance(symbol, Rule):
+        _check_rule(symbol)
+    else:
+        _check_provider(symbol)
 
 
 def _parameters(module: _Module, args: ast.arguments) -> list[Parameter]:
@@ -464,17 +507,29 @@ def _parameters(module: _Module, args: ast.arguments) -> list[Parameter]:
     return parameters
 
 
-def definition(root: Path, path: str, name: str) -> Symbol:
-    """The macro, rule or provider `name` that the .bzl file `path` under `root` defines.
+def declared_rules(root: Path, path: str, name: str) -> list[tuple[str, str]]:
+    """(file, name) of each rule the macro `name` of `path` calls, in order of first call.
 
-    Raises DocError when it is none of those, or is not documented.
+    Bazel's doc extraction evaluates a file but never runs a macro, so it cannot
+    say which rules a macro declares: the ModuleInfo front-end asks this.
     """
     reader = _Reader(root)
-    module = reader.module(path)
-    symbol = _macro(reader, module, name) or _rule(reader, module, name) or _provider(module, name)
-    if symbol is None:
-        raise DocError(f"{path} defines no macro, rule or provider {name}")
-    return symbol
+    macro = _macro(reader, reader.module(path), name)
+    if macro is None:
+        raise DocError(f"{path} defines no macro {name}")
+    return [(rule.file, rule.name) for rule in macro.rules]
+
+
+def build_setting(root: Path, path: str, name: str) -> str | None:
+    """The `build_setting` of rule `name` of `path`, as source text; None for a plain rule.
+
+    Bazel's doc extraction does not record it, so the ModuleInfo front-end asks this.
+    """
+    reader = _Reader(root)
+    rule = _rule(reader, reader.module(path), name)
+    if rule is None:
+        raise DocError(f"{path} defines no rule {name}")
+    return rule.build_setting
 
 
 @dataclass(frozen=True)
@@ -485,14 +540,23 @@ class Exported:
     symbol: Symbol
 
 
-def exported(reader: _Reader, public: Sequence[str]) -> dict[str, dict[str, Exported]]:
-    """Per public file, its exported symbols (names without a leading `_`), documented."""
-    result: dict[str, dict[str, Exported]] = {}
+@dataclass(frozen=True)
+class Reference:
+    """What a front-end read: per public file, its module docstring and exported symbols."""
+
+    docstrings: dict[str, str]
+    symbols: dict[str, dict[str, Exported]]
+
+
+def read_syntax_trees(root: Path, public: Sequence[str]) -> Reference:
+    """The reference of the public .bzl files under `root`, read as syntax trees."""
+    reader = _Reader(root)
+    docstrings: dict[str, str] = {}
+    symbols: dict[str, dict[str, Exported]] = {}
     for path in public:
         module = reader.module(path)
-        if not module.docstring:
-            raise DocError(f"{path} has no module docstring; say what to load it for")
-        symbols: dict[str, Exported] = {}
+        docstrings[path] = module.docstring
+        entries: dict[str, Exported] = {}
         for name in sorted({*module.functions, *module.assigned}):
             if name.startswith("_"):
                 continue
@@ -507,9 +571,9 @@ def exported(reader: _Reader, public: Sequence[str]) -> dict[str, dict[str, Expo
                     f"{path}: {name} is public but neither a documented macro, a rule nor a "
                     "provider; make it private (a leading `_`) or document it"
                 )
-            symbols[name] = Exported((owner.path, defined), symbol)
-        result[path] = symbols
-    return result
+            entries[name] = Exported((owner.path, defined), symbol)
+        symbols[path] = entries
+    return Reference(docstrings, symbols)
 
 
 def _cell(text: str) -> str:
@@ -600,11 +664,16 @@ def render_symbol(symbol: Symbol) -> str:
     return "\n".join(lines).strip()
 
 
-def fill(template: str, root: Path, public: Sequence[str], command: str) -> str:
-    """`template` with every marker pair's body generated from the .bzl files under `root`."""
-    reader = _Reader(root)
-    symbols = exported(reader, public)
-    by_file = {Path(path).name: path for path in public}
+def fill(template: str, reference: Reference, command: str) -> str:
+    """`template` with every marker pair's body generated from `reference`, checked."""
+    for path, docstring in reference.docstrings.items():
+        if not docstring.strip():
+            raise DocError(f"{path} has no module docstring; say what to load it for")
+    symbols = reference.symbols
+    for entries in symbols.values():
+        for entry in entries.values():
+            check(entry.symbol)
+    by_file = {Path(path).name: path for path in reference.docstrings}
     out: list[str] = []
     placed: set[tuple[str, str]] = set()
     open_marker: tuple[str, str | None] | None = None
@@ -628,7 +697,7 @@ def fill(template: str, root: Path, public: Sequence[str], command: str) -> str:
         open_marker = (file, name)
         out += [line, _GENERATED_NOTE.format(command=command), ""]
         if name is None:
-            out.append(reader.module(by_file[file]).docstring)
+            out.append(reference.docstrings[by_file[file]])
         else:
             entry = symbols[by_file[file]].get(name)
             if entry is None:

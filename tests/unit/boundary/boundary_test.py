@@ -19,7 +19,7 @@ from agent_gate.core.locality import (
     normalize_prefix,
     validate_prefix,
 )
-from agent_gate.drive.bazel import GateInputError, encode_path
+from agent_gate.drive.gate_flags import GateInputError, encode_path
 
 
 def _table(file: str, name: str) -> Any:

@@ -1,6 +1,6 @@
 """Cases of the `changed_paths` flag's encoding, shared by Starlark and Python.
 
-The CLI writes the flag with `encode_path` (tools/agent_gate/drive/bazel.py), items
+The CLI writes the flag with `encode_path` (tools/agent_gate/drive/gate_flags.py), items
 joined by `,`; the gate rule reads it with `decode_paths`
 (rules/private/paths.bzl). boundary_tests.bzl and boundary_test.py run every
 row in both directions. Keep this file literal data only: the Python test reads it

@@ -4,7 +4,7 @@ import textwrap
 from pathlib import Path
 
 from absl.testing import absltest
-from docgen.starlark_doc import DocError, fill, parse_docstring
+from docgen.starlark_doc import DocError, fill, parse_docstring, read_syntax_trees
 
 PRIVATE = '''
 """Private rules."""
@@ -92,7 +92,7 @@ class StarlarkDocTest(absltest.TestCase):
         (self.root / path).write_text(textwrap.dedent(text).lstrip())
 
     def fill(self, template: str = TEMPLATE) -> str:
-        return fill(template, self.root, ["lib/defs.bzl"], "make docs")
+        return fill(template, read_syntax_trees(self.root, ["lib/defs.bzl"]), "make docs")
 
     def test_renders_macro_rule_attributes_and_provider(self) -> None:
         text = self.fill()

@@ -24,7 +24,7 @@ from typing import TextIO
 from agent_gate.cli import catalog, double_run, verdict_check
 from agent_gate.core import quorum
 from agent_gate.core.locality import covers
-from agent_gate.drive import bazel, bazel_build, sealcheck, worktree
+from agent_gate.drive import bazel_client, gate_target, sealcheck, worktree
 from agent_gate.drive.exit_codes import EXIT_NOT_ADMITTED, CliError
 from agent_gate.drive.progress import Progress
 from agent_gate.formats import patch
@@ -247,10 +247,10 @@ def admit(
             raise CliError(f"cannot read mutant {mutant_path}: {error.strerror or error}") from None
     elif mutant_path is not None:
         raise CliError("--all-declared uses the catalog's admission_mutants; drop --mutant")
-    bazel_build.bazel_binary()
+    bazel_client.bazel_binary()
     repo = worktree.open_repo(workspace)
     sha = worktree.resolve_rev(repo, base)
-    log_dir = repo.state_dir / "runs" / bazel.new_run_id("admit")
+    log_dir = repo.state_dir / "runs" / gate_target.new_run_id("admit")
     with worktree.locked(repo, progress):
         scoring = worktree.prepare(repo, sha, progress)
         cat = catalog.build(scoring, progress, log_dir, worktree.describe(repo, sha))

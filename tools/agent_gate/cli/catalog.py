@@ -20,7 +20,7 @@ from typing import Any, TextIO
 import yaml
 
 from agent_gate.core import quorum
-from agent_gate.drive import bazel, bazel_build, worktree
+from agent_gate.drive import bazel_client, gate_target, worktree
 from agent_gate.drive.exit_codes import CliError
 from agent_gate.drive.progress import Progress
 from agent_gate.formats import gate_config
@@ -110,10 +110,10 @@ def build(
     not depend on them, but Bazel re-analyses the whole graph whenever they change:
     with them, the gate's own run after the patch is only incremental.
     """
-    progress.step(f"reading the catalog: bazel build {bazel_build.GATE_TARGET} in {workspace}")
+    progress.step(f"reading the catalog: bazel build {gate_target.GATE_TARGET} in {workspace}")
 
     def build_config(flags: Sequence[str]) -> None:
-        bazel_build.build_gate(
+        gate_target.build_gate(
             workspace,
             [f"--output_groups={CONFIG_GROUP}", *flags],
             progress=progress,
@@ -130,7 +130,7 @@ def build(
         # The flags themselves can be what fails (a workspace without @agent_gate):
         # build as without them, so that a failure names its real cause.
         build_config(())
-    return read_config(bazel_build.bazel_bin(workspace) / CONFIG_NAME)
+    return read_config(bazel_client.bazel_bin(workspace) / CONFIG_NAME)
 
 
 def _fixtures_value(roots: tuple[str, ...], article_shape: bool) -> str | list[str]:
@@ -188,12 +188,12 @@ def render(catalog: Catalog, fmt: str) -> str:
 
 def show(workspace: Path | None, base: str, fmt: str, progress: Progress, out: TextIO) -> int:
     """`agent-gate catalog`: build the graph at `base` in the scoring worktree, print it."""
-    bazel_build.bazel_binary()
+    bazel_client.bazel_binary()
     repo = worktree.open_repo(workspace)
     sha = worktree.resolve_rev(repo, base)
     with worktree.locked(repo, progress):
         scoring = worktree.prepare(repo, sha, progress)
-        log_dir = repo.state_dir / "runs" / bazel.new_run_id("catalog")
+        log_dir = repo.state_dir / "runs" / gate_target.new_run_id("catalog")
         catalog = build(scoring, progress, log_dir, worktree.describe(repo, sha))
     out.write(render(catalog, fmt))
     return 0

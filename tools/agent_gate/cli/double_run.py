@@ -15,7 +15,7 @@ from pathlib import Path
 from agent_gate.cli.catalog import Catalog
 from agent_gate.core import quorum
 from agent_gate.core.locality import LocalityIndex
-from agent_gate.drive import bazel, bazel_build
+from agent_gate.drive import bazel_client, gate_flags, gate_target
 from agent_gate.drive.exit_codes import CliError
 from agent_gate.drive.progress import Progress
 from agent_gate.formats import run_result
@@ -37,7 +37,7 @@ def probe_paths(catalog: Catalog, ids: Sequence[str]) -> list[str]:
 
 
 def results_dir(workspace: Path) -> Path:
-    return bazel_build.bazel_bin(workspace) / f"{bazel_build.GATE_NAME}.runs"
+    return bazel_client.bazel_bin(workspace) / f"{gate_target.GATE_NAME}.runs"
 
 
 def read_result(path: Path, property_id: str, run_id: str) -> agent_gate_pb2.RunResult:
@@ -78,17 +78,17 @@ def run_properties(
     label: str,
 ) -> dict[str, agent_gate_pb2.RunResult]:
     """Run each property twice in `workspace` as it is now; results by property id."""
-    run_id = bazel.new_run_id(label)
+    run_id = gate_target.new_run_id(label)
     paths = probe_paths(catalog, ids)
     # Only the properties judged here run, not every other one the probe paths match.
-    flags = bazel.gate_flags(
+    flags = gate_flags.gate_flags(
         changed_paths=paths,
         run_id=run_id,
-        flag_prefix=bazel_build.flag_prefix(workspace),
+        flag_prefix=gate_flags.flag_prefix(workspace),
         only_properties=ids,
     )
     progress.step(f"running {', '.join(ids)} twice (changed path {', '.join(paths)}, {run_id})")
-    bazel_build.build_gate(
+    gate_target.build_gate(
         workspace, flags, progress=progress, log_path=log_dir / f"{run_id}.log", what=label
     )
     folder = results_dir(workspace)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent_gate.cli import catalog, double_run
-from agent_gate.drive import bazel, bazel_build, sealcheck, worktree
+from agent_gate.drive import bazel_client, gate_target, sealcheck, worktree
 from agent_gate.drive.exit_codes import CliError
 from agent_gate.drive.progress import Progress
 from agent_gate.formats import ledger
@@ -47,10 +47,10 @@ class Checkout:
 @contextmanager
 def checkout_at_head(workspace: Path | None, progress: Progress) -> Iterator[Checkout]:
     """Lock the repository, reset the scoring worktree to HEAD, read the catalog there."""
-    bazel_build.bazel_binary()
+    bazel_client.bazel_binary()
     repo = worktree.open_repo(workspace)
     head = worktree.resolve_rev(repo, "HEAD")
-    log_dir = repo.state_dir / "runs" / bazel.new_run_id("freeze")
+    log_dir = repo.state_dir / "runs" / gate_target.new_run_id("freeze")
     with worktree.locked(repo, progress):
         scoring = worktree.prepare(repo, head, progress)
         cat = catalog.build(scoring, progress, log_dir, worktree.describe(repo, head))

@@ -26,9 +26,10 @@ from agent_gate.core import bazel_config, quorum
 from agent_gate.core.locality import LocalityIndex, covers, normalize_path
 from agent_gate.drive import (
     applied_tree,
-    bazel,
-    bazel_build,
+    bazel_client,
     build_break,
+    gate_flags,
+    gate_target,
     provided_repos,
     sandbox,
     sealcheck,
@@ -390,15 +391,15 @@ def _expected_gate_flags(
     read under the default values, which costs only that second analysis.
     """
     try:
-        flags = bazel.gate_flags(
+        flags = gate_flags.gate_flags(
             changed_paths=touched,
             run_id=run_id,
             override=override,
             flag_prefix=flag_prefix,
         )
-    except bazel.GateInputError:
+    except gate_flags.GateInputError:
         return []  # run_gate raises it again, where it is reported
-    return flags if bazel.fits_command_line(flags) else []
+    return flags if gate_flags.fits_command_line(flags) else []
 
 
 _PROVIDED_STATE = "provided_repositories.json"
@@ -408,8 +409,8 @@ def _heal_provided_repositories(
     repo: worktree.Repo, workspace: Path, progress: Progress
 ) -> Path | None:
     """The output base, after regenerating any agent_gate repository changed since last time."""
-    binary = bazel_build.bazel_binary()
-    _, output_base = bazel.server_info(binary, workspace)
+    binary = bazel_client.bazel_binary()
+    _, output_base = bazel_client.server_info(binary, workspace)
     if output_base is None:
         return None
     changed = provided_repos.tampered(output_base, repo.state_dir / _PROVIDED_STATE)
@@ -418,7 +419,7 @@ def _heal_provided_repositories(
             f"the output base's {', '.join(changed)} changed since the last score; deleted, "
             "and the server restarts so Bazel regenerates them before anything is judged"
         )
-        bazel.stop_server(binary, workspace)
+        bazel_client.stop_server(binary, workspace)
     return output_base
 
 
@@ -427,14 +428,14 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
     data, touched = read_candidate(options.patch)
     for path in touched:  # before anything runs: a name no flag can carry is refused
         try:
-            bazel.encode_path(path)
-        except bazel.GateInputError as error:
+            gate_flags.encode_path(path)
+        except gate_flags.GateInputError as error:
             raise CliError(f"the patch cannot be scored automatically: {error}") from None
     override = make_override(options.override_ignore, options.override_by)
-    bazel_build.bazel_binary()
+    bazel_client.bazel_binary()
     repo = worktree.open_repo(options.workspace)
     base = worktree.resolve_rev(repo, options.base)
-    run_id = bazel.new_run_id("score")
+    run_id = gate_target.new_run_id("score")
     work = repo.state_dir / "runs" / run_id
     paths = report_paths(options.report, repo.state_dir / "reports", run_id)
     progress.step(
@@ -447,7 +448,7 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
         with progress.timed("worktree"):
             workspace = worktree.prepare(repo, base, progress)
         # Read once: a diff that could change it (WORKSPACE) is never applied.
-        flag_prefix = bazel_build.flag_prefix(workspace)
+        flag_prefix = gate_flags.flag_prefix(workspace)
         output_base = _heal_provided_repositories(repo, workspace, progress)
         with progress.timed("catalog"):
             cat = catalog.build(
@@ -523,12 +524,12 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
             unrun = not_run(_RECONFIGURES_BAZEL)
             return _finish(control_report(unrun, control, links), paths, progress, out, {})
         counts.update(_commit_counts(repo, base, _patched_rows(workspace / cat.ledger_path)))
-        progress.step(f"bazel test {bazel_build.GATE_TARGET} (run id {run_id})")
+        progress.step(f"bazel test {gate_target.GATE_TARGET} (run id {run_id})")
         try:
             with progress.timed("gate"):
-                run = bazel.run_gate(
+                run = gate_target.run_gate(
                     workspace,
-                    bazel_build.GATE_TARGET,
+                    gate_target.GATE_TARGET,
                     changed_paths=touched,
                     run_id=run_id,
                     commit_counts=counts,
@@ -538,9 +539,9 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
                     flag_prefix=flag_prefix,
                     extra_flags=sandbox.flags(),
                 )
-        except bazel.GateInputError as error:
+        except gate_flags.GateInputError as error:
             raise CliError(f"the patch cannot be scored automatically: {error}") from None
-        except bazel.BazelNotFoundError as error:
+        except bazel_client.BazelNotFoundError as error:
             raise CliError(str(error)) from None
         if run.report is None and run.exit_code == build_break.BUILD_FAILED and not run.timed_out:
             # Whose fault is the failed build? Only the patch's breaking a matched test rejects.
@@ -562,7 +563,7 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
                 f"no decision (fail closed, never a promote): {run.problem}\nBazel's log: "
                 f"{run.log_path}"
             )
-        if (run.report.decision == "promote") != (run.exit_code == bazel.EXIT_TESTS_PASSED):
+        if (run.report.decision == "promote") != (run.exit_code == gate_target.EXIT_TESTS_PASSED):
             raise CliError(
                 f"bazel exited {run.exit_code} but the report says {run.report.decision}; "
                 f"they must agree, so nothing is promoted. Log: {run.log_path}"

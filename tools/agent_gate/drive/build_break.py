@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_gate.drive import bazel_build, worktree
+from agent_gate.drive import bazel_client, worktree
 from agent_gate.drive.exit_codes import CliError
 from agent_gate.drive.progress import Progress
 from agent_gate.formats import evidence
@@ -109,7 +109,7 @@ def _build(
     workspace: Path, tests: Sequence[str], log: Path, progress: Progress, what: str
 ) -> tuple[int, set[str]]:
     bep = log.with_suffix(".bep.json")
-    code = bazel_build.build_targets(
+    code = bazel_client.build_targets(
         workspace,
         tests,
         ["--keep_going", f"--build_event_json_file={bep}"],
