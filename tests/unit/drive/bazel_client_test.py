@@ -118,5 +118,40 @@ class RunStreamedTest(absltest.TestCase):
             )
 
 
+class ConvenienceLinkTest(absltest.TestCase):
+    """bazel-bin and bazel-testlogs are read only when they are Bazel's own symlinks."""
+
+    def setUp(self):
+        super().setUp()
+        self.workspace = Path(tempfile.mkdtemp()).resolve()
+        self.outputs = Path(tempfile.mkdtemp()).resolve()
+
+    def test_a_symlink_to_a_directory_is_bazels(self):
+        (self.workspace / "bazel-bin").symlink_to(self.outputs)
+        self.assertEqual(bazel_client.bazel_bin(self.workspace), self.workspace / "bazel-bin")
+
+    def test_a_planted_directory_or_a_missing_link_is_refused(self):
+        with self.assertRaisesRegex(bazel_client.CliError, "missing"):
+            bazel_client.bazel_bin(self.workspace)
+        (self.workspace / "bazel-bin").mkdir()
+        (self.workspace / "bazel-bin/agent_gate.gate.json").write_text("{}")
+        with self.assertRaisesRegex(bazel_client.CliError, "do not commit bazel-"):
+            bazel_client.bazel_bin(self.workspace)
+
+    def test_planted_testlogs_are_never_read(self):
+        planted = self.workspace / "bazel-testlogs"
+        planted.mkdir()
+        # A stand-in client: `info bazel-testlogs` prints where Bazel keeps them.
+        client = self.outputs / "bazel"
+        client.write_text(f'#!/bin/sh\necho "$@" >> {self.outputs}/asked\necho {self.outputs}\n')
+        client.chmod(0o755)
+        found = bazel_client.testlogs_root(str(client), self.workspace, (), ())
+        self.assertEqual(found, self.outputs)
+        self.assertIn("bazel-testlogs", (self.outputs / "asked").read_text())
+        planted.rmdir()
+        planted.symlink_to(self.outputs)
+        self.assertEqual(bazel_client.testlogs_root(str(client), self.workspace, (), ()), planted)
+
+
 if __name__ == "__main__":
     absltest.main()

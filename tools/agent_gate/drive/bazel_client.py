@@ -354,9 +354,13 @@ def info_path(
 def testlogs_root(
     bazel: str, workspace: Path, startup: Sequence[str], extra_flags: Sequence[str]
 ) -> Path | None:
-    """The workspace's bazel-testlogs: its convenience symlink, else `bazel info`."""
+    """The workspace's bazel-testlogs: its convenience symlink, else `bazel info`.
+
+    Only a symlink is Bazel's: a directory of that name came with the patch, and
+    what it holds (a report, a log) is the patch's word, not Bazel's.
+    """
     convenience = workspace / "bazel-testlogs"
-    if convenience.is_dir() and not any("symlink" in flag for flag in extra_flags):
+    if _bazels_link(convenience) and not any("symlink" in flag for flag in extra_flags):
         return convenience
     return info_path(bazel, workspace, startup, "bazel-testlogs", extra_flags)
 
@@ -419,12 +423,18 @@ def build_targets(
 def bazel_bin(workspace: Path) -> Path:
     """The workspace's bazel-bin (its convenience symlink, made by the build)."""
     link = workspace / "bazel-bin"
-    if not link.is_dir():
+    if not _bazels_link(link):
         raise CliError(
-            f"{link} is missing after a successful build; do not pass --symlink_prefix in "
-            "the workspace's .bazelrc for agent-gate"
+            f"{link} is not Bazel's convenience symlink after a successful build (missing, "
+            "or a file or directory the workspace holds); do not pass --symlink_prefix in "
+            "the workspace's .bazelrc for agent-gate, and do not commit bazel-* paths"
         )
     return link
+
+
+def _bazels_link(path: Path) -> bool:
+    """Whether `path` is a convenience symlink Bazel made: a link to a directory."""
+    return path.is_symlink() and path.is_dir()
 
 
 def first_error(log: str) -> str:
