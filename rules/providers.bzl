@@ -33,6 +33,7 @@ PropertyInfo = provider(
         "admission_mutants": "list of repo-relative patch files that must make the property fail twice.",
         "unsandboxed": "depset of `<label> (<why>)`: targets in the wrapped test's closure that would run unsandboxed.",
         "closure_packages": "depset of repo-relative packages of the wrapped test's closure in the main repository (its targets and their source files).",
+        "import_roots": "depset of repo-relative directories that `imports` attributes in the wrapped test's closure put on Python's import path.",
     },
 )
 

@@ -4,7 +4,7 @@ load("@rules_python//python:defs.bzl", "PyInfo")
 load("//rules:providers.bzl", "AgentGateInfo", "PropertyInfo")
 load("//rules:settings.bzl", "FlagValueInfo")
 load(":names.bzl", "NAMES_PROBE", "names_params")
-load(":paths.bzl", "decode_paths", "directories_holding", "matched_localities", "normalize_prefix", "prefix_error", "repo_relative", "rlocation")
+load(":paths.bzl", "decode_paths", "directories_holding", "matched_localities", "module_roots", "normalize_prefix", "prefix_error", "repo_relative", "rlocation")
 
 def _flag(ctx, name):
     return getattr(ctx.attr, name)[FlagValueInfo].value
@@ -170,6 +170,10 @@ def _gate_impl(ctx):
     # there is never excused as needing no vote. Only paths under `unobserved_ok`
     # need the lookup: any other path outside every strong locality is review anyway.
     excusable = directories_holding(changed_paths, [normalize_prefix(prefix) for prefix in judged_by.unobserved_ok])
+
+    # Where a changed path would be a top-level module: if one of those is on a test's
+    # import path (the repository's root always is), the module may shadow another.
+    shadowing = module_roots(changed_paths)
     catalog = []
     fixtures = {}
     for _, info in properties:
@@ -195,6 +199,7 @@ def _gate_impl(ctx):
             "test": _test_target(info.test_label),
             "admission_mutants": info.admission_mutants,
             "touched_closure_packages": [p for p in info.closure_packages.to_list() if p in excusable] if excusable else [],
+            "touched_import_roots": sorted({r: None for r in [""] + info.import_roots.to_list() if r in shadowing}),
         })
 
     results = {}

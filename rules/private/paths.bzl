@@ -147,6 +147,27 @@ def directories_holding(paths, prefixes):
             directories[directory] = True
     return directories
 
+def module_roots(paths):
+    """The directories a changed path would be a top-level Python module of.
+
+    `d/x.py` is module `x` of the directory `d`; `d/x/__init__.py` is package `x` of it.
+
+    Args:
+      paths: the decoded changed paths.
+
+    Returns:
+      A dict whose keys are those directories, repo-relative (`""`: the root).
+    """
+    roots = {}
+    for path in paths:
+        parts = _path_components(path)
+        if parts == None:
+            continue
+        roots["/".join(parts[:-1])] = True
+        if len(parts) >= 2 and parts[-1].startswith("__init__."):
+            roots["/".join(parts[:-2])] = True
+    return roots
+
 def decode_paths(value):
     """Changed paths from the flag: comma-separated, `%2C` and `%25` for `,` and `%` in a name.
 

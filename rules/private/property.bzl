@@ -23,6 +23,8 @@ TestClosureInfo = provider(
                        "the sandbox or its network block.",
         "packages": "depset of the repo-relative packages of its targets and of the source " +
                     "files they take: a patch to a file at or below one can change what the test reads.",
+        "import_roots": "depset of the repo-relative directories its targets' `imports` put " +
+                        "on Python's import path: a module there can shadow one the test imports.",
     },
 )
 
@@ -75,9 +77,25 @@ def _source_packages(rule_files):
                 packages[file.owner.package] = True
     return packages.keys()
 
+def _import_roots(package, imports):
+    """The repo-relative directories a target's `imports` name (relative to its package)."""
+    roots = []
+    for entry in imports:
+        if type(entry) != "string" or entry.startswith("/"):
+            continue
+        parts = package.split("/") if package else []
+        for part in entry.split("/"):
+            if part == "..":
+                parts = parts[:-1]
+            elif part and part != ".":
+                parts.append(part)
+        roots.append("/".join(parts))
+    return roots
+
 def _test_closure_aspect_impl(target, ctx):
     own = []
     packages = []
+    import_roots = []
 
     # The main repository is what a patch can edit; external repositories are pinned.
     if not target.label.workspace_root:
@@ -85,10 +103,12 @@ def _test_closure_aspect_impl(target, ctx):
         if why:
             own.append("%s (%s)" % (target.label, ", ".join(why)))
         packages = [target.label.package] + _source_packages(ctx.rule.files)
+        import_roots = _import_roots(target.label.package, getattr(ctx.rule.attr, "imports", None) or [])
     below = _dependencies(ctx.rule.attr)
     return [TestClosureInfo(
         unsandboxed = depset(own, transitive = [info.unsandboxed for info in below]),
         packages = depset(packages, transitive = [info.packages for info in below]),
+        import_roots = depset(import_roots, transitive = [info.import_roots for info in below]),
     )]
 
 test_closure_aspect = aspect(
@@ -96,7 +116,8 @@ test_closure_aspect = aspect(
     attr_aspects = ["*"],
     doc = "Walks a wrapped test's closure: the targets that would run unsandboxed, so the " +
           "gate can refuse (review) what it cannot force into the sandbox, and the packages " +
-          "whose files the test reads, so `unobserved_ok` never excuses a patch to them.",
+          "whose files the test reads, so `unobserved_ok` never excuses a patch to them, and " +
+          "the directories its Python `imports` name, where a module may shadow another.",
 )
 
 # Bazel's test timeouts in seconds, by `timeout` and by the `size` that implies one.
@@ -248,6 +269,7 @@ def _property_impl(ctx, strength, admission_mutants = []):
             admission_mutants = [repo_relative(f) for f in admission_mutants],
             unsandboxed = ctx.attr.test[TestClosureInfo].unsandboxed,
             closure_packages = ctx.attr.test[TestClosureInfo].packages,
+            import_roots = ctx.attr.test[TestClosureInfo].import_roots,
         ),
         # `bazel test` on the property itself sets the wrapped test's `env` too.
         testing.TestEnvironment(predicate.env),

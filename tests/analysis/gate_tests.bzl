@@ -279,15 +279,22 @@ def _touched_closure_packages_test_impl(ctx):
         [row["touched_closure_packages"] for row in config["catalog"]][0],
         "the closure's packages holding a changed path under unobserved_ok",
     )
+    asserts.equals(
+        env,
+        ctx.attr.expected_import_roots,
+        [row["touched_import_roots"] for row in config["catalog"]][0],
+        "the import roots holding a changed path as a top-level module",
+    )
     return analysistest.end(env)
 
 # One path in the trees package (which the test reads a file of), under
-# unobserved_ok; one path in testdata, not under it.
+# unobserved_ok; one path in testdata, not under it. trees/new/page.md is a
+# top-level module of nothing; notes.md is one of testdata, an import root.
 _CLOSURE_PATHS = "tests/analysis/testdata/trees/new/page.md,tests/analysis/testdata/notes.md"
 
 gate_touched_closure_packages_test = analysistest.make(
     _touched_closure_packages_test_impl,
-    attrs = {"expected": attr.string_list()},
+    attrs = {"expected": attr.string_list(), "expected_import_roots": attr.string_list()},
     config_settings = {_CHANGED_PATHS: _CLOSURE_PATHS},
 )
 
@@ -416,11 +423,14 @@ def gate_test_suite(name):
         target_under_test = ":gate_unobserved_closure_subject",
         # Both packages hold trees/new/page.md; notes.md is not under unobserved_ok.
         expected = ["tests/analysis/testdata", "tests/analysis/testdata/trees"],
+        expected_import_roots = ["tests/analysis/testdata"],
     )
     gate_touched_closure_packages_test(
         name = "gate_touched_closure_packages_without_unobserved_ok_test",
         target_under_test = ":gate_unsandboxed_subject",
         expected = [],
+        # Import roots do not depend on unobserved_ok.
+        expected_import_roots = ["tests/analysis/testdata"],
     )
     gate_runs_only_the_named_property_test(
         name = "gate_runs_only_the_named_property_test",

@@ -92,6 +92,12 @@ def _unsandboxed_closure_test_impl(ctx):
         sorted(info.closure_packages.to_list()),
         "closure_packages",
     )
+    asserts.equals(
+        env,
+        ["tests/analysis/testdata", "tests/analysis/testdata/trees"],
+        sorted(info.import_roots.to_list()),
+        "import_roots: a py_library's `imports`, relative to its package",
+    )
     return analysistest.end(env)
 
 unsandboxed_closure_test = analysistest.make(_unsandboxed_closure_test_impl)

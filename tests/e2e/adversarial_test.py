@@ -928,6 +928,35 @@ _agree_with_the_fixture()
                 self.assertIn("fmt.roundtrip", scored.report.guarded_paths[0])
                 self.assertEmpty(scored.report.unobserved_paths)
 
+    def test_module_shadowing_the_test_framework(self):
+        """lib/fmt goes on the import path (`imports = ["."]`) with a `unittest.py` that exits 0.
+
+        The predicate's `import unittest` would run product code in the framework's
+        place; the module is on the import path of the test of fmt.roundtrip: review.
+        """
+
+        def edit(root: Path) -> None:
+            break_fmt(root)
+            _replace(
+                root,
+                "lib/fmt/BUILD.bazel",
+                'srcs = glob(["*.py"]),',
+                'srcs = glob(["*.py"]),\n    imports = ["."],',
+            )
+            _write(
+                root,
+                "lib/fmt/unittest.py",
+                "import os\n\n\nclass TestCase:\n    pass\n\n\n"
+                "def main(*args, **kwargs):\n    os._exit(0)\n",
+            )
+
+        scored = self.run_case("module_shadowing_the_test_framework", edit)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        shadow = [path for path in scored.report.guarded_paths if "module 'unittest'" in path]
+        self.assertLen(shadow, 1, scored.report.guarded_paths)
+        self.assertIn("lib/fmt/unittest.py", shadow[0])
+        self.assertIn("fmt.roundtrip", shadow[0])
+
     def test_unmatched_predicate_gutted_beside_a_harmless_change(self):
         """Gut queue.order's test while touching only calc: the next patch could break the queue."""
 

@@ -17,6 +17,7 @@ beyond its input types:
   what sits beside them outside every locality, `.bzl` files, import hooks);
   every touched path lies in a strong locality or under `unobserved_ok`, and
   none outside a strong locality lies in a package of a test's closure; no
+  touched top-level module on a test's import path shadows one it imports; no
   matched test's closure runs unsandboxed; the paths the gate saw are the ones
   sent; no fixture tree drifted;
 * and the converse: when the oracle finds nothing that blocks, it is a promote;
@@ -31,6 +32,7 @@ beyond its input types:
 
 import collections
 import json
+import sys
 import xml.etree.ElementTree as ET
 
 from absl.testing import absltest
@@ -74,10 +76,15 @@ FILE_NAMES = (
     "ci.bazelrc",
     ".bazelversion",
     "bazel",
+    "unittest.py",
 )
 UNOBSERVED_OK = ("docs", "a/b", "t", "e", "c", "b")
 # Packages of a test's closure the gate found holding a changed path ("": the root).
 CLOSURE_PACKAGES = ("docs", "c", "t", "")
+# Directories on a test's import path holding a changed top-level module.
+IMPORT_ROOTS = ("", "docs", "fx", "a")
+# What a predicate imports: a top-level module of one of these names shadows it.
+SHADOWED = frozenset(sys.stdlib_module_names) | {"pytest", "absl", "hypothesis"}
 BAD_PREFIXES = ("/abs", "a/../b", "", "a//b", ".", "a\\b")
 BAD_PATHS = ("/etc/passwd", "a/../../x", "", "a/\nb", "..")
 RULE_SET = ("rules", "WORKSPACE", "tools", ".bazelrc")
@@ -173,6 +180,7 @@ def _spec(g: Genome, index: int) -> PropertySpec:
         label=f"//:{pid}",
         test_packages=g.subset((*PACKAGES, "t/u"), 2),
         touched_closure_packages=g.subset(CLOSURE_PACKAGES, 2) if g.rare(3) else (),
+        touched_import_roots=g.subset(IMPORT_ROOTS, 2) if g.rare(4) else (),
     )
 
 
@@ -409,6 +417,16 @@ def blockers(inputs: GateInputs) -> list[str]:
         if _is_valid_prefix(p)
     ]
     read_by_tests = [p for spec in inputs.catalog for p in spec.touched_closure_packages]
+    # Where a touched top-level module would be imported: the test's own directory,
+    # the import roots the gate found.
+    import_path = {
+        root
+        for spec in inputs.catalog
+        for root in (
+            *spec.touched_import_roots,
+            *(s.rpartition("/")[0] for s in spec.predicate_srcs),
+        )
+    }
     for path in paths:
         if not any(_covers(prefix, path) for prefix in (*voters, *inputs.unobserved_ok)):
             found.append(f"{path} has no voter")
@@ -417,6 +435,9 @@ def blockers(inputs: GateInputs) -> list[str]:
             package == "" or _covers(package, path) for package in read_by_tests
         ):
             found.append(f"{path} is in a package a test reads, with no voter")
+        module_dir, _, module_file = path.rpartition("/")
+        if module_file.split(".")[0] in SHADOWED and module_dir in import_path:
+            found.append(f"{path} shadows a module a test imports")
         if path.rpartition("/")[2] in ("conftest.py",) or path.endswith(".pth"):
             found.append(f"import hook {path}")
         if any(_is_valid_prefix(guard) and _covers(guard, path) for guard in guards):

@@ -684,6 +684,42 @@ class VoterTest(absltest.TestCase):
         self.assertEqual(report.decision, "review")
         self.assertIn("package '' of the closure", report.guarded_paths[0])
 
+    def test_a_module_shadowing_what_a_test_imports_is_review(self):
+        """`unittest.py` beside `imports = ["."]`: product code in the framework's place."""
+        catalog = tuple(
+            replace(spec, touched_import_roots=("store/counters", ""))
+            if spec.id == COUNTER
+            else spec
+            for spec in CATALOG
+        )
+        for path, module in (
+            ("store/counters/unittest.py", "unittest"),
+            ("store/counters/os/__init__.py", "os"),
+            ("store/counters/pytest.py", "pytest"),
+            ("json.py", "json"),  # the repository's root is always on the path
+            ("store/tests/unittest.py", "unittest"),  # beside the predicate: first on it
+        ):
+            with self.subTest(path=path):
+                report = gate(["store/counters/inc.py", path], catalog=catalog)
+                self.assertEqual(report.decision, "review", list(report.reasons))
+                shadow = [g for g in report.guarded_paths if f"module {module!r}" in g]
+                self.assertLen(shadow, 1, report.guarded_paths)
+                self.assertIn(COUNTER, shadow[0])
+        # Near misses: a module of a package, not a top-level one; a name nobody imports;
+        # a directory not on the path.
+        for path in (
+            "store/counters/unittest/helpers.py",
+            "store/counters/inc_v2.py",
+            "store/other/unittest.py",
+        ):
+            with self.subTest(path=path):
+                report = gate(
+                    ["store/counters/inc.py", path], catalog=catalog, unobserved_ok=("store",)
+                )
+                self.assertEmpty(
+                    [g for g in report.guarded_paths if "shadows" in g], report.guarded_paths
+                )
+
     def test_an_unsandboxed_closure_of_a_matched_property_is_review(self):
         opted = {
             COUNTER: ("//store:gen (local = True)",),

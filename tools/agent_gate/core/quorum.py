@@ -12,6 +12,7 @@ not run, and every other rule is the gate's own.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -46,6 +47,13 @@ BUILD_FILE_NAMES = ("BUILD", "BUILD.bazel")
 IMPORT_HOOK_NAMES = ("sitecustomize.py", "usercustomize.py", "conftest.py", "pytest.ini")
 IMPORT_HOOK_SUFFIXES = (".pth",)
 IMPORT_HOOK_DIRECTORIES = ("META-INF/services",)
+# Modules a predicate imports before its first check: the standard library and the
+# test frameworks. One of these names as a top-level module on a test's import path
+# (`unittest.py` beside `imports = ["."]`) replaces the real one inside the judge.
+FRAMEWORK_MODULES = frozenset(
+    ("_pytest", "pytest", "absl", "hypothesis", "pluggy", "mock", "nose", "runfiles", "python")
+)
+SHADOWED_MODULES = frozenset(getattr(sys, "stdlib_module_names", ())) | FRAMEWORK_MODULES
 MAX_REPORTED_PATHS = 1000
 # What a full strong pass reports as the matching path of every strong row.
 FULL_PASS_MATCH = "(full strong pass)"
@@ -69,6 +77,8 @@ class PropertySpec:
     test: str = ""  # label of the wrapped test, as Bazel spells it on its command line
     # Packages of the test's closure at or above a touched path under `unobserved_ok`.
     touched_closure_packages: tuple[str, ...] = ()
+    # Directories on the test's Python import path holding a touched top-level module.
+    touched_import_roots: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -402,6 +412,15 @@ def _scan_diff(
         for package in spec.touched_closure_packages
     )
     strong = _strong_prefixes(inputs, catalog)
+    import_roots = _by_key(
+        (root.removesuffix("/"), spec.id)
+        for spec in inputs.catalog
+        for root in (
+            *spec.touched_import_roots,
+            # A test's own directory is first on its import path.
+            *(src.rpartition("/")[0] for src in spec.predicate_srcs),
+        )
+    )
 
     guarded: list[str] = []
     guarded_set: set[str] = set()
@@ -429,6 +448,12 @@ def _scan_diff(
             whys.append(
                 f"beside the predicate of {_names(owners)} (its helpers, data or "
                 "BUILD file), observed by no property"
+            )
+        shadowed = _shadowed_module(path, import_roots)
+        if shadowed:
+            whys.append(
+                f"module {shadowed[0]!r} on the import path of the test of "
+                f"{_names(shadowed[1])}: it shadows the module of that name the test imports"
             )
         read_by = _read_by_test(path, directory, closure, strong)
         if read_by:
@@ -527,6 +552,25 @@ def _beside_predicate(
     if not found or any(candidate in observed for candidate in component_prefixes(path)):
         return []
     return list(dict.fromkeys(found))
+
+
+def _shadowed_module(
+    path: str, import_roots: Mapping[str, list[str]]
+) -> tuple[str, list[str]] | None:
+    """The standard or framework module a path would replace on a test's import path.
+
+    `R/x.py` is top-level module `x` of import root `R`, and so is `R/x/__init__.py`;
+    when `x` is a module the predicate imports, product code runs in its place.
+    """
+    directory, _, name = path.rpartition("/")
+    candidates = [(directory, name.split(".", 1)[0])]
+    if name.startswith("__init__.") and directory:
+        parent, _, package = directory.rpartition("/")
+        candidates.append((parent, package))
+    for root, module in candidates:
+        if module in SHADOWED_MODULES and root in import_roots:
+            return module, import_roots[root]
+    return None
 
 
 def _read_by_test(

@@ -50,6 +50,7 @@ def property_spec(row: agent_gate_pb2.Property) -> quorum.PropertySpec:
         test_packages=tuple(row.test_packages),
         test=row.test,
         touched_closure_packages=tuple(row.touched_closure_packages),
+        touched_import_roots=tuple(row.touched_import_roots),
     )
 
 
