@@ -187,10 +187,55 @@ class ControlPathsTest(absltest.TestCase):
         (self.root / "ci" / "ci.rc").write_text("  try-import %workspace%/ci/../lib/more.txt\n")
         (self.root / "lib" / "more.txt").write_text("import %workspace%/ci/ci.rc\n")  # a cycle
         self.assertEqual(
-            applied_tree.rc_imports(self.root), {"ci/ci.rc", "ci/missing.cfg", "lib/more.txt"}
+            applied_tree.rc_imports(self.root, rc_files=[]),
+            {"ci/ci.rc", "ci/missing.cfg", "lib/more.txt", "relative.rc"},
         )
-        touched = ["ci/ci.rc", "ci/missing.cfg", "lib/more.txt", "ci/other.rc", "relative.rc"]
-        self.assertEqual(applied_tree.control_paths(self.root, touched), touched[:3])
+        touched = ["ci/ci.rc", "ci/missing.cfg", "lib/more.txt", "relative.rc", "ci/other.rc"]
+        self.assertEqual(applied_tree.control_paths(self.root, touched), touched[:4])
+
+    def test_imports_spelled_as_only_bazels_own_reader_reads_them(self):
+        """Relative names (read from the workspace root, the client's working directory),
+        comments, continued lines, quotes that join, escapes and `${NAME}`."""
+        (self.root / ".bazelrc").write_text(
+            "try-import lib/relative.rc\n"
+            "try-import %workspace%/lib/commented.rc  # CI defaults\n"
+            "try-import \\\n    %workspace%/lib/continued.rc\n"
+            "try-import '%workspace%'/lib/joined.rc\n"
+            "try-import %workspace%/lib/sp\\ ace.rc\n"
+            "import ${AGENT_GATE_TEST_RC_DIR}/env.rc\n"
+            "# try-import %workspace%/lib/comment_only.rc\n"
+            "try-import %workspace%/lib/a.rc %workspace%/lib/two_words.rc\n"
+        )
+        with mock.patch.dict(os.environ, {"AGENT_GATE_TEST_RC_DIR": str(self.root / "lib")}):
+            found = applied_tree.rc_imports(self.root, rc_files=[])
+        self.assertEqual(
+            found,
+            {
+                "lib/relative.rc",
+                "lib/commented.rc",
+                "lib/continued.rc",
+                "lib/joined.rc",
+                "lib/sp ace.rc",
+                "lib/env.rc",
+                "${AGENT_GATE_TEST_RC_DIR}/env.rc",  # Bazel 4.2.3 reads the name literally
+            },
+        )
+
+    def test_imports_of_the_users_and_the_systems_rc_files(self):
+        """~/.bazelrc is trusted, but its `%workspace%/...` import reaches the patched tree,
+        also through a file outside the workspace and through a symlink of the base."""
+        home = Path(tempfile.mkdtemp()).resolve()
+        (home / ".bazelrc").write_text(f"import {home}/more.rc\ntry-import %workspace%/a.rc\n")
+        (home / "more.rc").write_text("try-import %workspace%/conf/b.rc\n")
+        os.symlink("lib/hook", self.root / "conf")
+        found = applied_tree.rc_imports(self.root, rc_files=[home / ".bazelrc"])
+        self.assertEqual(found, {"a.rc", "conf/b.rc", "lib/hook/b.rc"})
+        with mock.patch.dict(os.environ, {"HOME": str(home)}):
+            self.assertIn(home / ".bazelrc", applied_tree.default_rc_files())
+            self.assertEqual(
+                applied_tree.control_paths(self.root, ["lib/hook/b.rc", "lib/hook/c.rc"]),
+                ["lib/hook/b.rc"],
+            )
 
     def test_through_a_symlink_of_the_tree(self):
         os.symlink("../../tools", self.root / "lib" / "hook" / "cfg")

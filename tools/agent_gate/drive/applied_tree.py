@@ -12,13 +12,18 @@ runs on the patched tree, two kinds of change go to review:
 * a touched path that is, or resolves through the tree's symlinks to, a file Bazel
   reads to configure itself (`bazel_config.is_bazel_config`), or resolves outside the
   workspace;
-* a touched path that the workspace's `.bazelrc` imports, directly or through the
-  files it imports, whatever its name (`import %workspace%/ci.rc`).
+* a touched path that an rc file Bazel reads (the workspace's `.bazelrc`, the
+  user's, the system's) imports, directly or through the files it imports,
+  whatever its name, however Bazel's client spells it (`import %workspace%/ci.rc`,
+  `try-import ci.rc` read from the workspace root, a trailing comment, a line
+  continued with a backslash). An imported rc file can set `--strategy_regexp`,
+  whose first matching filter outranks every strategy flag the CLI passes.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -60,50 +65,128 @@ def symlink_changes(changes: Sequence[StagedChange]) -> list[str]:
     return [change.path for change in changes if change.symlink]
 
 
-def _import_target(line: str) -> str | None:
-    """The file an rc line `import X` or `try-import X` names, as written, else None."""
-    words = line.strip().split(None, 1)
-    if len(words) != 2 or words[0] not in ("import", "try-import"):
-        return None
-    target = words[1].strip()
-    if len(target) >= 2 and target[0] == target[-1] and target[0] in "'\"":
-        target = target[1:-1]
-    return target
+def _rc_words(line: str) -> list[str]:
+    """The words of one rc line as the Bazel client's tokenizer reads them.
+
+    A backslash keeps the next character literally, inside quotes too; single and
+    double quotes group (and may join a word: `'%workspace%'/a.rc`); a `#` outside
+    quotes ends the line.
+    """
+    words: list[str] = []
+    word: list[str] = []
+    in_word = escaped = False
+    quote = ""
+    for char in line:
+        if escaped:
+            word.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = in_word = True
+        elif quote:
+            if char == quote:
+                quote = ""
+            else:
+                word.append(char)
+        elif char in "'\"":
+            quote, in_word = char, True
+        elif char == "#":
+            break
+        elif char.isspace():
+            if in_word:
+                words.append("".join(word))
+                word, in_word = [], False
+        else:
+            word.append(char)
+            in_word = True
+    if in_word:
+        words.append("".join(word))
+    return words
 
 
-def rc_imports(workspace: Path) -> set[str]:
-    """Workspace-relative paths of every rc file the workspace's `.bazelrc` imports.
+def _rc_lines(text: str) -> list[str]:
+    """An rc file's lines after Bazel joins each line ending in a backslash with the next."""
+    return text.replace("\\\r\n", "").replace("\\\n", "").split("\n")
 
-    Followed through the imported files, present or not (a `try-import` of a file
-    the patch adds counts too). Paths outside the workspace are not the patch's.
+
+def _with_environment(line: str) -> str:
+    """`line` with each `${NAME}` the environment defines replaced, as Bazel >= 7 does."""
+    return _ENV_REFERENCE.sub(lambda match: os.environ.get(match[1]) or match[0], line)
+
+
+_ENV_REFERENCE = re.compile(r"\$\{(.*?)\}")
+
+
+def _import_targets(line: str) -> set[str]:
+    """The files an rc line `import X` or `try-import X` names, in every reading Bazel has.
+
+    Literal, and with environment references substituted (Bazel 4.2.3 reads the
+    first, Bazel >= 7 the second).
+    """
+    targets: set[str] = set()
+    for reading in {line, _with_environment(line)}:
+        words = _rc_words(reading.strip())
+        if len(words) == 2 and words[0] in ("import", "try-import"):
+            targets.add(words[1])
+    return targets
+
+
+def _resolve_import(target: str, root: Path) -> Path:
+    """Where Bazel opens an imported rc file.
+
+    `%workspace%` is the workspace root; any other relative name is read from the
+    client's working directory, which for every Bazel the CLI runs is that root too.
+    """
+    if target.startswith(_WORKSPACE_PREFIX):
+        return Path(str(root) + "/" + target[len(_WORKSPACE_PREFIX) :].lstrip("/"))
+    return root / target  # an absolute target replaces root
+
+
+_WORKSPACE_PREFIX = "%workspace%"
+
+
+def default_rc_files() -> list[Path]:
+    """The rc files outside the workspace Bazel reads too: the user's and the system's.
+
+    Trusted themselves, but an import in them of `%workspace%/...` or a relative name
+    reaches into the patched tree.
+    """
+    found = [Path("/etc/bazel.bazelrc")]
+    home = os.environ.get("HOME")
+    if home:
+        found.append(Path(home) / ".bazelrc")
+    return found
+
+
+def rc_imports(workspace: Path, rc_files: Sequence[Path] | None = None) -> set[str]:
+    """Workspace-relative paths of every rc file Bazel's rc files import.
+
+    Starting from the workspace's `.bazelrc` and `rc_files` (default:
+    `default_rc_files`), followed through the imported files, present or not (a
+    `try-import` of a file the patch adds counts too), as Bazel's client reads them
+    (`_rc_words`, `_rc_lines`, `_resolve_import`). A name is kept both as written
+    and as the tree's symlinks resolve it. Paths outside the workspace are not the
+    patch's, but are followed: they may import from it.
     """
     root = Path(os.path.realpath(workspace))
     found: set[str] = set()
-    pending = [(root / ".bazelrc", 0)]
+    starts = [root / ".bazelrc", *(default_rc_files() if rc_files is None else rc_files)]
+    pending = [(Path(os.path.normpath(path)), 0) for path in starts]
+    seen = {path for path, _ in pending}
     while pending:
         rc, depth = pending.pop()
         try:
             text = rc.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        for line in text.splitlines():
-            target = _import_target(line)
-            if target is None:
-                continue
-            if target.startswith("%workspace%/"):
-                path = root / target.removeprefix("%workspace%/")
-            elif target.startswith("/"):
-                path = Path(target)
-            else:
-                continue  # Bazel reads it relative to its own working directory
-            try:
-                relative = _normal(Path(os.path.normpath(path)).relative_to(root).as_posix())
-            except ValueError:
-                continue
-            if relative not in found:
-                found.add(relative)
-                if depth < _RC_DEPTH:
-                    pending.append((root / relative, depth + 1))
+        for line in _rc_lines(text):
+            for target in _import_targets(line):
+                path = Path(os.path.normpath(_resolve_import(target, root)))
+                for spelling in (path, Path(os.path.realpath(path))):
+                    if spelling.is_relative_to(root):  # outside it: followed, not the patch's
+                        found.add(_normal(spelling.relative_to(root).as_posix()))
+                if path not in seen and depth < _RC_DEPTH:
+                    seen.add(path)
+                    pending.append((path, depth + 1))
     return found
 
 
