@@ -51,6 +51,7 @@ from agent_gate.drive import protogen  # noqa: E402
 
 protogen.ensure_proto_importable()
 
+import lane  # noqa: E402
 import wired_copy  # noqa: E402
 from absl.testing import absltest  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
@@ -720,6 +721,44 @@ _agree_with_the_fixture()
         self.assertIn("build_defs/checks.bzl", scored.guarded())
         self.assertIn("define the gate", scored.report.rule)
         self.assertEqual(scored.rows()["calc.sums"].classification, "not_run")
+
+    def test_scl_file_swaps_the_predicate(self):
+        """Bazel >= 7 loads `.scl` files as it loads `.bzl` ones.
+
+        checks/BUILD.bazel takes sums_test's sources from a `.scl` file in calc.sums'
+        locality; the patch edits only that file (and breaks the code), so no BUILD
+        file, no `.bzl` file and no predicate source is touched.
+        """
+        if not lane.is_bazel7():
+            self.skipTest("Bazel 4.2.3 loads only .bzl files")
+        scl = "lib/calc/sums.scl"
+
+        def setup(root: Path) -> None:
+            with (root / ".bazelrc").open("a") as rc:  # on by default from Bazel 8
+                rc.write("build --experimental_enable_scl_dialect\n")
+            _write(root, scl, 'SUMS_TEST = ["sums_test.py"]\n')
+            _replace(
+                root,
+                "checks/BUILD.bazel",
+                'load("//build_defs:checks.bzl", "checked_py_test")\n',
+                'load("//build_defs:checks.bzl", "checked_py_test")\n'
+                f'load("//{scl.replace("/sums.scl", ":sums.scl")}", "SUMS_TEST")\n',
+            )
+            _replace(
+                root,
+                "checks/BUILD.bazel",
+                '    srcs = ["sums_test.py"],\n',
+                "    srcs = SUMS_TEST,\n    main = SUMS_TEST[0],\n",
+            )
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            _write(root, scl, 'SUMS_TEST = ["shape_test.py"]\n')
+
+        scored = self.run_case("scl_file", edit, setup=setup)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn(scl, scored.guarded())
+        self.assertIn("define the gate", scored.report.rule)
 
     def test_helper_elsewhere_is_caught_once_its_directory_is_guarded(self):
         """The documented defence: list the helper's directory in the gate's rule_set_paths."""

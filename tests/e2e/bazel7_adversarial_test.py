@@ -40,6 +40,7 @@ LANE_TESTS = {
         "test_nested_bazel_configuration_files_anywhere",
         "test_crafted_names_through_the_rc_file_keep_every_later_path",
         "test_included_module_file_reconfigures_bazel",
+        "test_scl_file_swaps_the_predicate",
         # launcher routes
         "test_repository_bazel_launcher_forges_the_verdict",
         "test_directory_symlink_makes_a_launcher_of_a_locality_file",

@@ -237,6 +237,8 @@ class GateDefinitionTest(absltest.TestCase):
             "third_party/agent_gate/tools/x.py",
             "third_party/agent_gate_v2/x.py",
             "notes.bzl.txt",
+            "lib/calc/sums.scl",
+            "notes.scl.md",
         ]
         self.assertEqual(
             score.gate_definition_paths(cat, touched),
@@ -245,6 +247,7 @@ class GateDefinitionTest(absltest.TestCase):
                 "build/defs/macros.bzl",
                 "third_party/agent_gate/rules/defs.bzl",
                 "third_party/agent_gate/tools/x.py",
+                "lib/calc/sums.scl",
             ],
         )
 

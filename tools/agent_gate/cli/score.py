@@ -218,7 +218,7 @@ def build_break_report(
 
 
 def gate_definition_paths(cat: catalog.Catalog, touched: Sequence[str]) -> list[str]:
-    """Touched paths that can define the gate itself: any `.bzl`, and the base's rule set.
+    """Touched paths that can define the gate itself: any `.bzl` or `.scl`, and the rule set.
 
     The gate would judge them with the rules the patched tree builds: a `.bzl` that
     WORKSPACE loads can point @agent_gate elsewhere, a vendored copy can be rewritten.
@@ -227,7 +227,8 @@ def gate_definition_paths(cat: catalog.Catalog, touched: Sequence[str]) -> list[
     return [
         path
         for path in touched
-        if path.endswith(".bzl") or any(covers(prefix, path) for prefix in cat.rule_set_paths)
+        if bazel_config.is_starlark(path)
+        or any(covers(prefix, path) for prefix in cat.rule_set_paths)
     ]
 
 
