@@ -1250,6 +1250,114 @@ _agree_with_the_fixture()
         for marker in markers:
             self.assertFalse(marker.exists(), f"the genrule wrote {marker} outside its sandbox")
 
+    def _vendored_repository(self, root: Path) -> None:
+        """The base declares a local_repository in calc.sums' locality (a vendored library)."""
+        _write(root, "lib/calc/vendored/WORKSPACE", "")
+        _write(root, "lib/calc/vendored/REPO.bazel", "")
+        _write(
+            root,
+            "lib/calc/vendored/BUILD.bazel",
+            'filegroup(\n    name = "data",\n    srcs = [],\n'
+            '    visibility = ["//visibility:public"],\n)\n',
+        )
+        declare = 'local_repository(\n    name = "vendored",\n    path = "lib/calc/vendored",\n)\n'
+        with (root / "WORKSPACE").open("a") as workspace:
+            workspace.write("\n" + declare)
+        with (root / "MODULE.bazel").open("a") as module:
+            module.write(
+                "\nlocal_repository = use_repo_rule(\n"
+                '    "@bazel_tools//tools/build_defs/repo:local.bzl",\n'
+                '    "local_repository",\n)\n\n' + declare
+            )
+        _replace(
+            root,
+            "lib/calc/BUILD.bazel",
+            '    srcs = glob(["*.py"]),\n',
+            '    srcs = glob(["*.py"]),\n    data = ["@vendored//:data"],\n',
+        )
+
+    def _vendored_genrule(self, root: Path, mark: str) -> None:
+        """The patch: a `local = 1` genrule in the vendored repository's BUILD file."""
+        break_calc(root)
+        trivial = (
+            "printf 'import unittest\\nclass T(unittest.TestCase):\\n    def test_ok(self):\\n"
+            "        pass\\nif __name__ == \\x22__main__\\x22:\\n    unittest.main()\\n'"
+        )
+        command = " ".join(
+            [
+                "for d in external/*vendored; do ws=$$(readlink -f $$d); done;",
+                "ws=$${ws%/lib/calc/vendored};",
+                f"{trivial} > $$ws/checks/sums_test.py 2>/dev/null || true;",
+                f"touch /tmp/agent_gate_poison_{mark} 2>/dev/null || true;",
+                "echo ran > $@",
+            ]
+        )
+        _write(
+            root,
+            "lib/calc/vendored/BUILD.bazel",
+            f'genrule(\n    name = "data",\n    outs = ["pwn_{mark}.txt"],\n'
+            f"    cmd = {command!r},\n    local = 1,\n"
+            '    visibility = ["//visibility:public"],\n)\n',
+        )
+
+    def test_local_repository_of_the_base_in_a_locality(self):
+        """A `local = 1` genrule in the BUILD file of a base local_repository inside a locality.
+
+        The repository is external to Bazel but lives in the patched tree, so the rule
+        set checks it as it checks the main repository (only Bazel's own repositories
+        are exempt): review, naming the target, which is never built. Through plain
+        `bazel test` it would otherwise run on the host and rewrite the wrapped test
+        (a promote, before the rule set checked such repositories).
+        """
+        mark = "vendored"
+        marker = Path(f"/tmp/agent_gate_poison_{mark}")
+        marker.unlink(missing_ok=True)
+        scored = self.run_case(
+            "local_repository_genrule",
+            lambda root: self._vendored_genrule(root, mark),
+            setup=self._vendored_repository,
+        )
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        named = [t for t in scored.report.unsandboxed_targets if "vendored//:data (local" in t]
+        self.assertNotEmpty(named, scored.report.unsandboxed_targets)
+        self.assertEqual(scored.rows()["calc.sums"].classification, "not_run")
+        self.assertEqual(
+            (self.repo.scoring / "checks/sums_test.py").read_bytes(),
+            (SOURCE / "checks/sums_test.py").read_bytes(),
+            "the genrule rewrote the wrapped test in the scoring worktree",
+        )
+        self.assertFalse(marker.exists(), "the genrule ran outside the sandbox")
+
+    def test_plain_bazel_test_refuses_a_local_genrule_of_an_in_tree_repository(self):
+        """The same patch under plain `bazel test //:agent_gate`, without the CLI's flags."""
+        mark = "vendored_plain"
+        marker = Path(f"/tmp/agent_gate_poison_{mark}")
+        marker.unlink(missing_ok=True)
+        self.addCleanup(marker.unlink, missing_ok=True)
+        base = self.repo.base(self._vendored_repository)
+        root = self.repo.root
+        self._vendored_genrule(root, mark)
+        self.addCleanup(self.repo.base)
+        output_base = self.repo.top / "plain_output_base"
+        self.addCleanup(bazel_lib.shutdown, root, output_base=output_base)
+        run = bazel_lib.run_gate(
+            root,
+            changed_paths=["lib/calc/calc.py", "lib/calc/vendored/BUILD.bazel"],
+            run_id=bazel_lib.new_run_id("plain"),
+            output_base=output_base,
+            work_dir=self.repo.top / "plain_run",
+        )
+        self.assertIsNotNone(run.report, run.problem)
+        TALLY["plain_bazel_test_in_tree_repository"] = run.report.decision != "promote"
+        self.assertEqual(self.repo.sha(), base)
+        self.assertEqual(run.report.decision, "review")
+        self.assertNotEqual(run.exit_code, 0)
+        self.assertFalse(marker.exists(), "plain bazel test ran the genrule on the host")
+        self.assertEqual(
+            (root / "checks/sums_test.py").read_bytes(),
+            (SOURCE / "checks/sums_test.py").read_bytes(),
+        )
+
     # --- symlinks reach what Bazel reads -------------------------------------------------
 
     def test_directory_symlink_makes_a_launcher_of_a_locality_file(self):

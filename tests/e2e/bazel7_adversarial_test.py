@@ -32,6 +32,8 @@ LANE_TESTS = {
         "test_genrule_with_exec_properties_runs_in_the_sandbox_anyway",
         "test_base_rule_that_opts_out_runs_in_the_sandbox_anyway",
         "test_plain_bazel_test_refuses_an_unsandboxed_closure_without_running_it",
+        "test_local_repository_of_the_base_in_a_locality",
+        "test_plain_bazel_test_refuses_a_local_genrule_of_an_in_tree_repository",
         # rc-file routes
         "test_workspace_bazelrc_edit_forges_the_verdict_with_run_under",
         "test_imported_rc_file_forges_the_verdict_with_run_under",
