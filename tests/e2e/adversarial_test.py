@@ -1401,6 +1401,45 @@ _agree_with_the_fixture()
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
         self.assertIn("lib/calc/alias.py", scored.guarded())
 
+    def test_gitlink_in_a_locality_beside_a_harmless_change(self):
+        """A submodule commit (mode 160000) in calc.sums' locality.
+
+        The scoring tree gets an empty directory, so every property passes; the code a
+        checkout with submodules fetches after the merge is code nothing ran on. A
+        `.gitattributes` beside it asks for conversions git apply never makes (`eol`,
+        `ident`, a filter with no configuration). A `.gitmodules` with `ignore = all`,
+        which would hide the gitlink from a plain `git diff --cached`, is at the root,
+        where no property votes (review); U `applied_tree_test` covers it.
+        """
+        self.repo.base()
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            _write(root, "lib/calc/.gitattributes", "* ident eol=crlf filter=agent text\n")
+
+        text, _ = self.repo.candidate(edit)
+        sha = self.repo.sha()
+        gitlink = (
+            "diff --git a/lib/calc/vendor b/lib/calc/vendor\nnew file mode 160000\n"
+            f"index 0000000..{sha[:7]}\n--- /dev/null\n+++ b/lib/calc/vendor\n"
+            f"@@ -0,0 +1 @@\n+Subproject commit {sha}\n"
+        )
+        scored = self.run_case("gitlink_in_a_locality", edit, patch=gitlink.encode() + text)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn("lib/calc/vendor", scored.guarded())
+        self.assertIn("gitlink", scored.report.rule)
+
+    def test_mode_changes_on_guarded_files(self):
+        """100644 -> 100755 on a predicate and on the ledger: a mode is part of the tree."""
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            (root / "checks/sums_test.py").chmod(0o755)
+            (root / "ledger.txtpb").chmod(0o755)
+
+        scored = self.run_case("mode_changes", edit)
+        self.assert_caught_by_guard(scored, "checks/sums_test.py", "ledger.txtpb")
+
     def test_nested_bazel_configuration_files_anywhere(self):
         """An rc file, .bazelignore or WORKSPACE anywhere in the tree is Bazel configuration."""
 

@@ -89,6 +89,28 @@ class StagedChangesTest(absltest.TestCase):
         changes = self.applied(self.patch_of(edit))
         self.assertEqual(applied_tree.symlink_changes(changes), ["lib/link.py"])
 
+    def test_a_gitlink_stays_in_gits_list_whatever_the_patchs_gitmodules_says(self):
+        """`.gitmodules` with `ignore = all` hides a gitlink from a plain `git diff --cached`."""
+        link = (
+            "diff --git a/lib/vendor b/lib/vendor\nnew file mode 160000\n"
+            f"index 0000000..{self.base[:7]}\n--- /dev/null\n+++ b/lib/vendor\n"
+            f"@@ -0,0 +1 @@\n+Subproject commit {self.base}\n"
+        )
+
+        def edit(root: Path) -> None:
+            (root / ".gitmodules").write_text(
+                '[submodule "v"]\n\tpath = lib/vendor\n\turl = ./elsewhere\n\tignore = all\n'
+            )
+            (root / "lib" / ".gitattributes").write_text("* ident eol=crlf filter=agent\n")
+
+        patch = link.encode() + self.patch_of(edit)
+        changes = self.applied(patch)
+        by_path = {change.path: change for change in changes}
+        self.assertEqual(set(by_path), {"lib/vendor", ".gitmodules", "lib/.gitattributes"})
+        self.assertEqual(applied_tree.gitlink_changes(changes), ["lib/vendor"])
+        self.assertEqual(applied_tree.symlink_changes(changes), [])
+        applied_tree.cross_check(["lib/vendor", ".gitmodules", "lib/.gitattributes"], changes)
+
     def test_odd_names_come_back_byte_for_byte(self):
         names = [b"lib/t\tab", b'lib/q"uote\\', b"lib/caf\xc3\xa9", b"lib/\xff\xfe", b"lib/sp ace"]
 

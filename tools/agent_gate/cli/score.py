@@ -236,11 +236,13 @@ def control_report(
     pre_apply: agent_gate_pb2.GateReport,
     control: Sequence[str],
     symlinks: Sequence[str] = (),
+    gitlinks: Sequence[str] = (),
 ) -> agent_gate_pb2.GateReport:
     """Review for a diff that reconfigures Bazel itself: running the gate on it would trust it.
 
     `control`: paths that configure Bazel (by name or by where they resolve);
-    `symlinks`: symlinks the diff adds, changes or retargets. `pre_apply` is the
+    `symlinks`: symlinks the diff adds, changes or retargets; `gitlinks`: submodule
+    commits it adds, moves or replaces. `pre_apply` is the
     pre-apply report (ledger and seals weighed, nothing run); review joins its
     reasons at its precedence, so stop_queue and fixture_fault still win.
     """
@@ -261,12 +263,22 @@ def control_report(
             "configuration (it can make a guarded file reachable under another name), so the "
             "gate is not run on it: a human must look"
         )
+    if gitlinks:
+        shown = ", ".join(_printable(path) for path in gitlinks[:_NAMES_SHOWN])
+        added.append(
+            f"review: the diff adds, moves or replaces the gitlink(s) {shown}; a submodule's "
+            "code is not in the scoring tree, so no property ran on what a checkout with "
+            "submodules would fetch: a human must look"
+        )
     limit = quorum.MAX_REPORTED_PATHS
     pre_apply.guarded_paths.extend(
         f"{_printable(path)} (configures Bazel itself)" for path in control[:limit]
     )
     pre_apply.guarded_paths.extend(
         f"{_printable(path)} (a symlink: configuration)" for path in symlinks[:limit]
+    )
+    pre_apply.guarded_paths.extend(
+        f"{_printable(path)} (a gitlink: code the gate cannot see)" for path in gitlinks[:limit]
     )
     reasons = [*pre_apply.reasons, *added]
     reasons.sort(key=lambda text: quorum.PRECEDENCE.index(text.split(":", 1)[0]))
@@ -517,13 +529,17 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
             changes = worktree.staged_changes(repo)
             applied_tree.cross_check(touched, changes)
             links = applied_tree.symlink_changes(changes)
+            gitlinks = applied_tree.gitlink_changes(changes)
             control = applied_tree.control_paths(workspace, touched)
             control += [p for p in gate_definition_paths(cat, touched) if p not in control]
-        if links or control:
+        if links or gitlinks or control:
             # Before Bazel reads the patched tree: it could reconfigure Bazel itself.
-            progress.step("the applied tree changes a symlink or reconfigures Bazel: review")
+            progress.step(
+                "the applied tree changes a symlink or a gitlink, or reconfigures Bazel: review"
+            )
             unrun = not_run(_RECONFIGURES_BAZEL)
-            return _finish(control_report(unrun, control, links), paths, progress, out, {})
+            refused = control_report(unrun, control, links, gitlinks)
+            return _finish(refused, paths, progress, out, {})
         counts.update(_commit_counts(repo, base, _patched_rows(workspace / cat.ledger_path)))
         progress.step(f"bazel test {gate_target.GATE_TARGET} (run id {run_id})")
         try:

@@ -9,6 +9,8 @@ runs on the patched tree, two kinds of change go to review:
 * a symlink the patch adds, changes, retargets or replaces (mode 120000 on either
   side): a symlink is configuration, and can make a guarded file reachable under
   an unguarded name (`tools -> dir/with/a/bazel`, `tools -> /usr/bin`);
+* a gitlink (mode 160000) the patch adds, moves or replaces: the submodule's code
+  is not in the scoring tree, so nothing the gate runs has seen it;
 * a touched path that is, or resolves through the tree's symlinks to, a file Bazel
   reads to configure itself (`bazel_config.is_bazel_config`), or resolves outside the
   workspace;
@@ -63,6 +65,15 @@ def cross_check(touched: Sequence[str], changes: Sequence[StagedChange]) -> None
 def symlink_changes(changes: Sequence[StagedChange]) -> list[str]:
     """Paths whose symlink the patch adds, changes, retargets or replaces."""
     return [change.path for change in changes if change.symlink]
+
+
+def gitlink_changes(changes: Sequence[StagedChange]) -> list[str]:
+    """Paths whose gitlink (a submodule's commit) the patch adds, moves or replaces.
+
+    The scoring tree holds an empty directory there; the code a checkout with
+    submodules fetches after the merge is code no property ran on.
+    """
+    return [change.path for change in changes if change.gitlink]
 
 
 def _rc_words(line: str) -> list[str]:
