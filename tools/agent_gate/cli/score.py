@@ -16,6 +16,7 @@ keeps the gate from deciding is exit 2, never a promote.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,36 @@ class ScoreOptions:
     keep_runs: int = worktree.DEFAULT_KEPT_RUNS
 
 
+# A patch larger than this is refused before it is read whole: the reader keeps it, and
+# a copy or two, in memory (a 50,000-path patch is about 10 MB).
+MAX_PATCH_BYTES = 256 * 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+def _read_bounded(path: Path, limit: int) -> bytes:
+    """The file's bytes, or CliError past `limit` (`/dev/zero`, a runaway pipe).
+
+    Opened without blocking, so a FIFO nobody writes to reads as empty rather than
+    hanging the command; a pipe with a writer (`--patch <(git diff)`) is read to its end.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, _CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise CliError(
+                    f"patch file {path} is larger than {limit // (1024 * 1024)} MiB; the gate "
+                    "does not score a patch that large automatically (split it, or review it)"
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_candidate(path: Path, directory: str = "") -> tuple[bytes, list[str]]:
     """The patch's bytes and the names git apply gives its files, or CliError saying why not.
 
@@ -71,7 +102,7 @@ def read_candidate(path: Path, directory: str = "") -> tuple[bytes, list[str]]:
     followed by advice to send `git diff`, which may be exactly what was sent.
     """
     try:
-        data = path.read_bytes()
+        data = _read_bounded(path, MAX_PATCH_BYTES)
     except FileNotFoundError:
         raise CliError(f"patch file {path} does not exist; pass the path of a `git diff`") from None
     except OSError as error:
