@@ -194,9 +194,9 @@ class ReadCandidateTest(absltest.TestCase):
 
     def test_the_size_limit(self):
         path = self._file(PATCH)
-        self.assertEqual(score._read_bounded(path, len(PATCH)), PATCH)
+        self.assertEqual(score.read_bounded(path, len(PATCH)), PATCH)
         with self.assertRaises(CliError):
-            score._read_bounded(path, len(PATCH) - 1)
+            score.read_bounded(path, len(PATCH) - 1)
 
 
 class OverrideTest(absltest.TestCase):

@@ -68,7 +68,7 @@ MAX_PATCH_BYTES = 256 * 1024 * 1024
 _CHUNK = 1024 * 1024
 
 
-def _read_bounded(path: Path, limit: int) -> bytes:
+def read_bounded(path: Path, limit: int) -> bytes:
     """The file's bytes, or CliError past `limit` (`/dev/zero`, a runaway pipe).
 
     Opened without blocking, so a FIFO nobody writes to reads as empty rather than
@@ -102,7 +102,7 @@ def read_candidate(path: Path, directory: str = "") -> tuple[bytes, list[str]]:
     followed by advice to send `git diff`, which may be exactly what was sent.
     """
     try:
-        data = _read_bounded(path, MAX_PATCH_BYTES)
+        data = read_bounded(path, MAX_PATCH_BYTES)
     except FileNotFoundError:
         raise CliError(f"patch file {path} does not exist; pass the path of a `git diff`") from None
     except OSError as error:
