@@ -34,6 +34,7 @@ LANE_TESTS = {
         "test_plain_bazel_test_refuses_an_unsandboxed_closure_without_running_it",
         "test_local_repository_of_the_base_in_a_locality",
         "test_plain_bazel_test_refuses_a_local_genrule_of_an_in_tree_repository",
+        "test_repository_rule_runs_a_script_from_a_locality",
         # rc-file routes
         "test_workspace_bazelrc_edit_forges_the_verdict_with_run_under",
         "test_imported_rc_file_forges_the_verdict_with_run_under",

@@ -283,5 +283,47 @@ class ControlPathsTest(absltest.TestCase):
         )
 
 
+class RepositoryInputsTest(absltest.TestCase):
+    """What repository rules read, from the marker files of both Bazel versions."""
+
+    def test_marker_entries_of_the_main_repository_only(self):
+        top = Path(tempfile.mkdtemp()).resolve()
+        workspace, external = top / "ws", top / "ob" / "external"
+        workspace.mkdir()
+        external.mkdir(parents=True)
+        (external / "@stamp.marker").write_text(
+            "abc123\n"
+            "FILE://lib/calc:stamp.sh 0f0f\n"  # Bazel 4.2.3: a label
+            "FILE://:requirements.txt 0f0f\n"
+            "FILE:@bazel_tools//tools/cpp:BUILD.tpl 0f0f\n"
+            f"FILE:{workspace}/abs/read.txt 0f0f\n"
+            "FILE:/etc/hostname 0f0f\n"
+            "ENV:HOME /root\n"
+        )
+        (external / "@@pip~.marker").write_text(
+            "FILE:@@//third_party/requirements_lock.txt 0f0f\n"  # Bazel 7: a path
+            "DIRENTS:@@//vendor/wheels 0f0f\n"
+            "FILE:@@rules_python~//python/runfiles/__init__.py 0f0f\n"
+        )
+        (external / "not_a_marker.txt").write_text("FILE://x:y 0\n")
+        found = applied_tree.repository_inputs(top / "ob", workspace)
+        self.assertEqual(
+            found,
+            {
+                "lib/calc/stamp.sh",
+                "requirements.txt",
+                "abs/read.txt",
+                "third_party/requirements_lock.txt",
+                "vendor/wheels",
+            },
+        )
+        touched = ["lib/calc/stamp.sh", "lib/calc/calc.py", "vendor/wheels/x.whl", "vendor/w.txt"]
+        self.assertEqual(
+            applied_tree.read_by_repository_rules(touched, found),
+            ["lib/calc/stamp.sh", "vendor/wheels/x.whl"],
+        )
+        self.assertEqual(applied_tree.read_by_repository_rules(touched, set()), [])
+
+
 if __name__ == "__main__":
     absltest.main()

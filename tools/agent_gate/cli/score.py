@@ -502,8 +502,10 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
                 worktree.describe(repo, base),
                 gate_flags=_expected_gate_flags(touched, run_id, override, flag_prefix),
             )
+        repository_inputs: set[str] = set()
         if output_base is not None:  # after a build of the base alone: what is trusted
             provided_repos.record(output_base, repo.state_dir / _PROVIDED_STATE)
+            repository_inputs = applied_tree.repository_inputs(output_base, workspace)
         rows = ledger_rows(workspace / cat.ledger_path, cat.ids, cat.ledger_path, base)
         check_override(override, rows)
         try:
@@ -519,6 +521,12 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
         counts = _commit_counts(repo, base, rows)
         drift = sealcheck.drifted(seals)
         control = bazel_config.bazel_config_paths(touched) + gate_definition_paths(cat, touched)
+        # What a repository rule of the base reads runs on the host when it changes.
+        control += [
+            path
+            for path in applied_tree.read_by_repository_rules(touched, repository_inputs)
+            if path not in control
+        ]
 
         def not_run(note: str) -> agent_gate_pb2.GateReport:
             """The report of this patch with nothing run: ledger and seals weighed."""

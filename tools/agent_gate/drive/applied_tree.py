@@ -14,6 +14,8 @@ runs on the patched tree, two kinds of change go to review:
 * a touched path that is, or resolves through the tree's symlinks to, a file Bazel
   reads to configure itself (`bazel_config.is_bazel_config`), or resolves outside the
   workspace;
+* a touched path that a repository rule of the base reads (`repository_inputs`, from
+  Bazel's marker files): it runs on the host, unsandboxed, when that input changes;
 * a touched path that an rc file Bazel reads (the workspace's `.bazelrc`, the
   user's, the system's) imports, directly or through the files it imports,
   whatever its name, however Bazel's client spells it (`import %workspace%/ci.rc`,
@@ -198,6 +200,65 @@ def rc_imports(workspace: Path, rc_files: Sequence[Path] | None = None) -> set[s
                 if path not in seen and depth < _RC_DEPTH:
                     seen.add(path)
                     pending.append((path, depth + 1))
+    return found
+
+
+# Marker-file entries naming what a repository rule read or watched (Bazel 4.2.3:
+# `FILE://pkg:name`; Bazel 7: `FILE:@@//pkg/name`, `DIRENTS:`, `STAT:`).
+_MARKER_INPUTS = ("FILE:", "DIRENTS:", "DIRTREE:", "STAT:")
+_MAIN_REPOSITORY = ("@@//", "@//", "//")
+
+
+def _marker_path(key: str, root: Path) -> str | None:
+    """The workspace-relative path a marker key names in the main repository, else None."""
+    for prefix in _MAIN_REPOSITORY:
+        if key.startswith(prefix):
+            rest = key[len(prefix) :]
+            package, colon, name = rest.partition(":")
+            return _normal(f"{package}/{name}".strip("/") if colon else rest)
+    if key.startswith("/"):
+        path = Path(os.path.normpath(key))
+        if path.is_relative_to(root):
+            return _normal(path.relative_to(root).as_posix())
+    return None
+
+
+def repository_inputs(output_base: Path, workspace: Path) -> set[str]:
+    """Workspace paths that repository rules read, as their marker files record them.
+
+    A repository rule runs on the host, outside every sandbox, whenever one of its
+    inputs changes; an input in a locality (a script it runs, requirements it
+    installs) lets a patch run code there before any property does. So such a path
+    configures Bazel like an rc file. Read from `output_base/external/*.marker`, which
+    Bazel writes when it fetches a repository (the base's catalog build fetched them).
+    """
+    root = Path(os.path.realpath(workspace))
+    found: set[str] = set()
+    for marker in sorted((output_base / "external").glob("@*.marker")):
+        try:
+            text = marker.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            kind = next((k for k in _MARKER_INPUTS if line.startswith(k)), None)
+            if kind is None:
+                continue
+            key = line[len(kind) :].rsplit(" ", 1)[0] if " " in line else line[len(kind) :]
+            path = _marker_path(key, root)
+            if path:
+                found.add(path)
+    return found
+
+
+def read_by_repository_rules(touched: Sequence[str], inputs: set[str]) -> list[str]:
+    """Touched paths that are, or lie under, a repository rule's input (`repository_inputs`)."""
+    if not inputs:
+        return []
+    found = []
+    for path in touched:
+        parts = _normal(path).split("/")
+        if any("/".join(parts[:end]) in inputs for end in range(1, len(parts) + 1)):
+            found.append(path)
     return found
 
 
