@@ -1460,6 +1460,28 @@ _agree_with_the_fixture()
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
         self.assertIn("lib/calc/alias.py", scored.guarded())
 
+    def test_build_files_beside_or_below_guarded_packages(self):
+        """`BUILD` beside a guarded `BUILD.bazel`, and new packages that split guarded ones.
+
+        At the root (the gate's package) Bazel reads BUILD.bazel first, but a patch that
+        later removes it would switch files; below the predicates' directory and inside
+        the sealed tree a new BUILD file moves files out of the package (and its globs).
+        """
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            _write(root, "BUILD", 'exports_files(["ledger.txtpb"])\n')
+            _write(root, "checks/sub/BUILD", "")
+            _write(root, "fixtures/cases/more/BUILD.bazel", "")
+            _write(root, "lib/calc/sub/BUILD.bazel", "")  # product code: no guard
+
+        scored = self.run_case("build_files_split_packages", edit)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        guarded = scored.guarded()
+        for path in ("BUILD", "checks/sub/BUILD", "fixtures/cases/more/BUILD.bazel"):
+            self.assertIn(path, guarded)
+        self.assertNotIn("lib/calc/sub/BUILD.bazel", guarded)
+
     def test_gitlink_in_a_locality_beside_a_harmless_change(self):
         """A submodule commit (mode 160000) in calc.sums' locality.
 
