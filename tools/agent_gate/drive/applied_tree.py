@@ -163,7 +163,7 @@ def default_rc_files() -> list[Path]:
     Trusted themselves, but an import in them of `%workspace%/...` or a relative name
     reaches into the patched tree.
     """
-    found = [Path("/etc/bazel.bazelrc")]
+    found = [Path("/etc/bazel.bazelrc"), Path("/etc/bazel/bazelrc")]  # upstream's, Debian's
     home = os.environ.get("HOME")
     if home:
         found.append(Path(home) / ".bazelrc")
