@@ -1521,6 +1521,39 @@ _agree_with_the_fixture()
         scored = self.run_case("mode_changes", edit)
         self.assert_caught_by_guard(scored, "checks/sums_test.py", "ledger.txtpb")
 
+    def test_new_files_through_bazels_convenience_symlinks(self):
+        """`bazel-out/...` and `bazel-<worktree>/external/...` are untracked symlinks.
+
+        Bazel's convenience symlinks in the scoring worktree point into the output
+        base. git apply refuses to write beyond a symlink it tracks, not beyond an
+        untracked one: a new file under them landed in the output base a later score
+        reuses (a `.pth` in the Python toolchain's repository, say), whatever the
+        decision. Now such a patch is never applied.
+        """
+        self.repo.base()
+        # bazel-<the worktree directory's name> is the execroot.
+        names = [
+            "bazel-out/agent_gate_poison_symlink",
+            f"bazel-{self.repo.scoring.name}/external/agent_gate_python/agent_gate_poison.pth",
+        ]
+        for name in names:  # through the symlinks an earlier score left
+            (self.repo.scoring / name).unlink(missing_ok=True)
+        text, _ = self.repo.candidate(touch_calc)
+        for name in names:
+            text += (
+                f"diff --git a/{name} b/{name}\nnew file mode 100644\n"
+                "index 0000000..78981922\n--- /dev/null\n"
+                f"+++ b/{name}\n@@ -0,0 +1 @@\n+import os; os._exit(0)\n"
+            ).encode()
+        scored = self.run_case("through_convenience_symlinks", touch_calc, patch=text)
+        for name in names:
+            self.assertTrue((self.repo.scoring / name.split("/")[0]).is_symlink(), name)
+            planted = self.repo.scoring / name
+            self.assertFalse(planted.exists(), f"the patch wrote {planted} into the output base")
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        for name in names:
+            self.assertIn(name, scored.guarded())
+
     def test_nested_bazel_configuration_files_anywhere(self):
         """An rc file, .bazelignore or WORKSPACE anywhere in the tree is Bazel configuration."""
 

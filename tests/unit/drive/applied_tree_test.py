@@ -259,6 +259,17 @@ class ControlPathsTest(absltest.TestCase):
                 ["lib/hook/b.rc"],
             )
 
+    def test_below_an_untracked_symlink_before_the_patch_applies(self):
+        """git apply writes through an untracked symlink (bazel-out): such paths are found."""
+        outside = Path(tempfile.mkdtemp()).resolve()
+        os.symlink(outside, self.root / "bazel-out")
+        os.symlink("lib", self.root / "alias")
+        touched = ["bazel-out/x", "bazel-out/k8/y.pth", "alias/hook/z", "lib/hook/z", "bazel-out"]
+        self.assertEqual(
+            applied_tree.beyond_symlinks(self.root, touched),
+            ["bazel-out/x", "bazel-out/k8/y.pth", "alias/hook/z"],
+        )
+
     def test_through_a_symlink_of_the_tree(self):
         os.symlink("../../tools", self.root / "lib" / "hook" / "cfg")
         os.symlink("../.bazelrc", self.root / "lib" / "rc.txt")

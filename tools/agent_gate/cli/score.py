@@ -527,6 +527,8 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
             for path in applied_tree.read_by_repository_rules(touched, repository_inputs)
             if path not in control
         ]
+        # A new file below bazel-out would be written into the output base by git apply.
+        control += [p for p in applied_tree.beyond_symlinks(workspace, touched) if p not in control]
 
         def not_run(note: str) -> agent_gate_pb2.GateReport:
             """The report of this patch with nothing run: ledger and seals weighed."""

@@ -262,6 +262,28 @@ def read_by_repository_rules(touched: Sequence[str], inputs: set[str]) -> list[s
     return found
 
 
+def beyond_symlinks(workspace: Path, touched: Sequence[str]) -> list[str]:
+    """Touched paths below a symlink of the worktree as it is before the patch applies.
+
+    Bazel's convenience symlinks (`bazel-out`, `bazel-<workspace>`) are untracked and
+    point into the output base; git apply refuses to write beyond a symlink it
+    tracks, not beyond an untracked one. A new file under them would be written into
+    the output base a later score reuses, whatever the decision: never apply it.
+    """
+    links: dict[str, bool] = {}
+    found: list[str] = []
+    for path in touched:
+        parts = _normal(path).split("/")[:-1]
+        for end in range(1, len(parts) + 1):
+            folder = "/".join(parts[:end])
+            if folder not in links:
+                links[folder] = (workspace / folder).is_symlink()
+            if links[folder]:
+                found.append(path)
+                break
+    return found
+
+
 def control_paths(workspace: Path, touched: Sequence[str]) -> list[str]:
     """Touched paths that configure Bazel: by name, by where they resolve, or imported.
 
