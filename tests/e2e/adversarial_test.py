@@ -859,6 +859,41 @@ _agree_with_the_fixture()
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
         self.assertIn(rc_path, scored.guarded())
 
+    def test_a_script_the_base_rc_file_names_runs_on_the_host(self):
+        """The base's `.bazelrc` names a script in a locality as a flag's value.
+
+        `--workspace_status_command` runs on the host, outside every sandbox, at each
+        build (so do `--credential_helper` and a `--run_under` wrapper around the
+        gate). The patch edits only that script, and breaks the code: the script
+        rewrites the wrapped test into a trivial pass before the runs.
+        """
+        script = "lib/calc/status.sh"
+
+        def setup(root: Path) -> None:
+            _write(root, script, "echo STABLE_CALC v1\n")
+            (root / script).chmod(0o755)
+            with (root / ".bazelrc").open("a") as rc:
+                rc.write(f"build --workspace_status_command={script}\n")
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            _write(
+                root,
+                script,
+                "printf 'import unittest\\nclass T(unittest.TestCase):\\n    def test_ok(self):\\n"
+                '        pass\\nif __name__ == "__main__":\\n    unittest.main()\\n\''
+                " > checks/sums_test.py\necho STABLE_CALC v2\n",
+            )
+
+        scored = self.run_case("rc_named_script", edit, setup=setup)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn(script, scored.guarded())
+        self.assertEqual(
+            (self.repo.scoring / "checks/sums_test.py").read_bytes(),
+            (SOURCE / "checks/sums_test.py").read_bytes(),
+            "the status command rewrote the wrapped test in the scoring worktree",
+        )
+
     def test_imported_rc_file_forges_the_verdict_with_run_under(self):
         self._imported_rc_case("rc_file_run_under", "user.bazelrc")
 

@@ -40,6 +40,7 @@ LANE_TESTS = {
         "test_imported_rc_file_forges_the_verdict_with_run_under",
         "test_imported_rc_file_of_any_name_forges_the_verdict_with_run_under",
         "test_rc_imports_bazel_reads_but_a_string_reader_misses",
+        "test_a_script_the_base_rc_file_names_runs_on_the_host",
         "test_nested_bazel_configuration_files_anywhere",
         "test_crafted_names_through_the_rc_file_keep_every_later_path",
         "test_included_module_file_reconfigures_bazel",

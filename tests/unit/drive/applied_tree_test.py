@@ -243,6 +243,27 @@ class ControlPathsTest(absltest.TestCase):
             },
         )
 
+    def test_paths_that_rc_options_name(self):
+        """A script, a label's file or package, `%workspace%` and absolute paths; not words."""
+        (self.root / "lib" / "calc").mkdir()
+        (self.root / "lib" / "calc" / "wrap.sh").write_text("")
+        (self.root / ".bazelrc").write_text(
+            "build --workspace_status_command=lib/hook/status.sh\n"
+            "build --credential_helper=*.example=%workspace%/tools/cred.sh\n"
+            "test --run_under=//lib/calc:wrap.sh\n"
+            "test:ci --run_under //lib/fmt:wrapper\n"
+            f"build --test_env=DATA={self.root}/data/x --define=lib=1 --config=lib\n"
+            "build --host_javabase=@local_jdk//:jdk --test_output=errors\n"
+            "build --test_env=PATH=/usr/bin:/bin\n"
+        )
+        found = applied_tree.rc_named_paths(self.root, rc_files=[])
+        self.assertEqual(
+            found,
+            {"lib/hook/status.sh", "tools/cred.sh", "lib/calc/wrap.sh", "lib/fmt", "data/x"},
+        )
+        touched = ["lib/hook/status.sh", "lib/fmt/w.py", "lib/calc/calc.py", "lib/x.py"]
+        self.assertEqual(applied_tree.control_paths(self.root, touched), touched[:2])
+
     def test_imports_of_the_users_and_the_systems_rc_files(self):
         """~/.bazelrc is trusted, but its `%workspace%/...` import reaches the patched tree,
         also through a file outside the workspace and through a symlink of the base."""

@@ -21,7 +21,9 @@ runs on the patched tree, two kinds of change go to review:
   whatever its name, however Bazel's client spells it (`import %workspace%/ci.rc`,
   `try-import ci.rc` read from the workspace root, a trailing comment, a line
   continued with a backslash). An imported rc file can set `--strategy_regexp`,
-  whose first matching filter outranks every strategy flag the CLI passes.
+  whose first matching filter outranks every strategy flag the CLI passes;
+* a touched path that an option of those rc files names (`_option_path`): a
+  `--workspace_status_command` script runs on the host at every build.
 """
 
 from __future__ import annotations
@@ -170,8 +172,8 @@ def default_rc_files() -> list[Path]:
     return found
 
 
-def rc_imports(workspace: Path, rc_files: Sequence[Path] | None = None) -> set[str]:
-    """Workspace-relative paths of every rc file Bazel's rc files import.
+def _rc_chain(workspace: Path, rc_files: Sequence[Path] | None) -> tuple[set[str], list[str]]:
+    """(the workspace paths every rc file imports, the option words of every rc line).
 
     Starting from the workspace's `.bazelrc` and `rc_files` (default:
     `default_rc_files`), followed through the imported files, present or not (a
@@ -182,6 +184,7 @@ def rc_imports(workspace: Path, rc_files: Sequence[Path] | None = None) -> set[s
     """
     root = Path(os.path.realpath(workspace))
     found: set[str] = set()
+    options: list[str] = []
     starts = [root / ".bazelrc", *(default_rc_files() if rc_files is None else rc_files)]
     pending = [(Path(os.path.normpath(path)), 0) for path in starts]
     seen = {path for path, _ in pending}
@@ -192,7 +195,11 @@ def rc_imports(workspace: Path, rc_files: Sequence[Path] | None = None) -> set[s
         except OSError:
             continue
         for line in _rc_lines(text):
-            for target in _import_targets(line):
+            targets = _import_targets(line)
+            if not targets:
+                for reading in {line, _with_environment(line)}:
+                    options.extend(_rc_words(reading.strip())[1:])
+            for target in targets:
                 path = Path(os.path.normpath(_resolve_import(target, root)))
                 for spelling in (path, Path(os.path.realpath(path))):
                     if spelling.is_relative_to(root):  # outside it: followed, not the patch's
@@ -200,6 +207,68 @@ def rc_imports(workspace: Path, rc_files: Sequence[Path] | None = None) -> set[s
                 if path not in seen and depth < _RC_DEPTH:
                     seen.add(path)
                     pending.append((path, depth + 1))
+    return found, options
+
+
+def rc_imports(workspace: Path, rc_files: Sequence[Path] | None = None) -> set[str]:
+    """Workspace-relative paths of every rc file Bazel's rc files import (`_rc_chain`)."""
+    return _rc_chain(workspace, rc_files)[0]
+
+
+def _option_path(candidate: str, root: Path) -> str | None:
+    """The workspace path an option value names: `%workspace%/x`, `a/b`, a label's file
+    or package (`//pkg:name`), an absolute path inside the workspace; else None.
+
+    A bare word (`errors`, `ci`) is never a path: `--config=lib` must not guard `lib/`.
+    """
+    label = next((candidate[len(p) :] for p in _MAIN_REPOSITORY if candidate.startswith(p)), None)
+    if label is not None:
+        package, _, name = label.partition(":")
+        named = f"{package}/{name}".strip("/") if name else ""
+        if named and (root / named).exists():
+            return _normal(named)
+        return _normal(package) if package.strip("/") else None
+    if candidate.startswith("@"):
+        return None  # another repository's label
+    if candidate.startswith(_WORKSPACE_PREFIX):
+        path = Path(str(root) + "/" + candidate[len(_WORKSPACE_PREFIX) :].lstrip("/"))
+    elif "/" in candidate:
+        path = root / candidate
+    else:
+        return None
+    path = Path(os.path.normpath(path))
+    if path == root or not path.is_relative_to(root):
+        return None
+    return _normal(path.relative_to(root).as_posix())
+
+
+def rc_named_paths(workspace: Path, rc_files: Sequence[Path] | None = None) -> set[str]:
+    """Workspace paths that the values of options in Bazel's rc files name.
+
+    `--workspace_status_command=tools/status.sh` and `--credential_helper=...` run
+    on the host at every build, `--run_under=//pkg:wrapper` wraps the gate itself:
+    what they name configures Bazel, like the rc file naming it.
+    """
+    root = Path(os.path.realpath(workspace))
+    found: set[str] = set()
+    for word in _rc_chain(workspace, rc_files)[1]:
+        value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+        for candidate in re.split("[=,]", value):
+            path = _option_path(candidate, root)
+            if path:
+                found.add(path)
+    return found
+
+
+def _under_any(touched: Sequence[str], prefixes: set[str]) -> list[str]:
+    """Touched paths that are, or lie under, one of `prefixes` (normalized paths)."""
+    if not prefixes:
+        return []
+    found = []
+    for path in touched:
+        parts = _normal(path).split("/")
+        if any("/".join(parts[:end]) in prefixes for end in range(1, len(parts) + 1)):
+            found.append(path)
     return found
 
 
@@ -252,14 +321,7 @@ def repository_inputs(output_base: Path, workspace: Path) -> set[str]:
 
 def read_by_repository_rules(touched: Sequence[str], inputs: set[str]) -> list[str]:
     """Touched paths that are, or lie under, a repository rule's input (`repository_inputs`)."""
-    if not inputs:
-        return []
-    found = []
-    for path in touched:
-        parts = _normal(path).split("/")
-        if any("/".join(parts[:end]) in inputs for end in range(1, len(parts) + 1)):
-            found.append(path)
-    return found
+    return _under_any(touched, inputs)
 
 
 def beyond_symlinks(workspace: Path, touched: Sequence[str]) -> list[str]:
@@ -294,9 +356,10 @@ def control_paths(workspace: Path, touched: Sequence[str]) -> list[str]:
     parents: dict[str, Path] = {}
     found: list[str] = []
     imported = rc_imports(workspace)
+    named = set(_under_any(touched, rc_named_paths(workspace)))
     for path in touched:
         normal = _normal(path)
-        if bazel_config.is_bazel_config(normal) or normal in imported:
+        if bazel_config.is_bazel_config(normal) or normal in imported or path in named:
             found.append(path)
             continue
         folder, _, name = normal.rpartition("/")
