@@ -1433,11 +1433,11 @@ _agree_with_the_fixture()
         self._vendored_genrule(root, mark)
         self.addCleanup(self.repo.base)
         output_base = self.repo.top / "plain_output_base"
-        self.addCleanup(bazel_lib.shutdown, root, output_base=output_base)
-        run = bazel_lib.run_gate(
+        self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
+        run = gate_target.run_gate(
             root,
             changed_paths=["lib/calc/calc.py", "lib/calc/vendored/BUILD.bazel"],
-            run_id=bazel_lib.new_run_id("plain"),
+            run_id=gate_target.new_run_id("plain"),
             output_base=output_base,
             work_dir=self.repo.top / "plain_run",
         )
