@@ -92,16 +92,30 @@ def _import_roots(package, imports):
         roots.append("/".join(parts))
     return roots
 
+def _bazels_own_repository(label):
+    """Whether the label is in a repository Bazel itself provides or generates.
+
+    Every other repository may be a patch's to edit: a `local_repository` or a
+    `new_local_repository` of the base can point into the patched tree, and the
+    rule set cannot tell it from a pinned download.
+    """
+    name = label.workspace_name
+
+    # Under bzlmod an extension's repository is `<module>~<extension>~<name>` (or `+`).
+    apparent = name.replace("+", "~").split("~")[-1]
+    return name == "bazel_tools" or apparent.startswith("local_config_")
+
 def _test_closure_aspect_impl(target, ctx):
     own = []
     packages = []
     import_roots = []
-
-    # The main repository is what a patch can edit; external repositories are pinned.
-    if not target.label.workspace_root:
+    if not _bazels_own_repository(target.label):
         why = _opt_outs(ctx.rule.attr)
         if why:
             own.append("%s (%s)" % (target.label, ", ".join(why)))
+
+    # Packages and import roots: the main repository's, which a patch names by path.
+    if not target.label.workspace_root:
         packages = [target.label.package] + _source_packages(ctx.rule.files)
         import_roots = _import_roots(target.label.package, getattr(ctx.rule.attr, "imports", None) or [])
     below = _dependencies(ctx.rule.attr)

@@ -51,6 +51,7 @@ from agent_gate.drive import protogen  # noqa: E402
 
 protogen.ensure_proto_importable()
 
+import lane  # noqa: E402
 import wired_copy  # noqa: E402
 from absl.testing import absltest  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
@@ -721,6 +722,44 @@ _agree_with_the_fixture()
         self.assertIn("define the gate", scored.report.rule)
         self.assertEqual(scored.rows()["calc.sums"].classification, "not_run")
 
+    def test_scl_file_swaps_the_predicate(self):
+        """Bazel >= 7 loads `.scl` files as it loads `.bzl` ones.
+
+        checks/BUILD.bazel takes sums_test's sources from a `.scl` file in calc.sums'
+        locality; the patch edits only that file (and breaks the code), so no BUILD
+        file, no `.bzl` file and no predicate source is touched.
+        """
+        if not lane.is_bazel7():
+            self.skipTest("Bazel 4.2.3 loads only .bzl files")
+        scl = "lib/calc/sums.scl"
+
+        def setup(root: Path) -> None:
+            with (root / ".bazelrc").open("a") as rc:  # on by default from Bazel 8
+                rc.write("build --experimental_enable_scl_dialect\n")
+            _write(root, scl, 'SUMS_TEST = ["sums_test.py"]\n')
+            _replace(
+                root,
+                "checks/BUILD.bazel",
+                'load("//build_defs:checks.bzl", "checked_py_test")\n',
+                'load("//build_defs:checks.bzl", "checked_py_test")\n'
+                f'load("//{scl.replace("/sums.scl", ":sums.scl")}", "SUMS_TEST")\n',
+            )
+            _replace(
+                root,
+                "checks/BUILD.bazel",
+                '    srcs = ["sums_test.py"],\n',
+                "    srcs = SUMS_TEST,\n    main = SUMS_TEST[0],\n",
+            )
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            _write(root, scl, 'SUMS_TEST = ["shape_test.py"]\n')
+
+        scored = self.run_case("scl_file", edit, setup=setup)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn(scl, scored.guarded())
+        self.assertIn("define the gate", scored.report.rule)
+
     def test_helper_elsewhere_is_caught_once_its_directory_is_guarded(self):
         """The documented defence: list the helper's directory in the gate's rule_set_paths."""
 
@@ -819,6 +858,41 @@ _agree_with_the_fixture()
         self.assertEqual(scored.decision, "review", self._explain(scored))
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
         self.assertIn(rc_path, scored.guarded())
+
+    def test_a_script_the_base_rc_file_names_runs_on_the_host(self):
+        """The base's `.bazelrc` names a script in a locality as a flag's value.
+
+        `--workspace_status_command` runs on the host, outside every sandbox, at each
+        build (so do `--credential_helper` and a `--run_under` wrapper around the
+        gate). The patch edits only that script, and breaks the code: the script
+        rewrites the wrapped test into a trivial pass before the runs.
+        """
+        script = "lib/calc/status.sh"
+
+        def setup(root: Path) -> None:
+            _write(root, script, "echo STABLE_CALC v1\n")
+            (root / script).chmod(0o755)
+            with (root / ".bazelrc").open("a") as rc:
+                rc.write(f"build --workspace_status_command={script}\n")
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            _write(
+                root,
+                script,
+                "printf 'import unittest\\nclass T(unittest.TestCase):\\n    def test_ok(self):\\n"
+                '        pass\\nif __name__ == "__main__":\\n    unittest.main()\\n\''
+                " > checks/sums_test.py\necho STABLE_CALC v2\n",
+            )
+
+        scored = self.run_case("rc_named_script", edit, setup=setup)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn(script, scored.guarded())
+        self.assertEqual(
+            (self.repo.scoring / "checks/sums_test.py").read_bytes(),
+            (SOURCE / "checks/sums_test.py").read_bytes(),
+            "the status command rewrote the wrapped test in the scoring worktree",
+        )
 
     def test_imported_rc_file_forges_the_verdict_with_run_under(self):
         self._imported_rc_case("rc_file_run_under", "user.bazelrc")
@@ -1155,6 +1229,229 @@ _agree_with_the_fixture()
             "genrule_no_sandbox", 'tags = ["no-sandbox", "requires-network"],'
         )
 
+    def test_rc_imports_bazel_reads_but_a_string_reader_misses(self):
+        """Imports of the base .bazelrc that only Bazel's own reading resolves.
+
+        Bazel reads a relative `try-import lib/calc/agent.rc` from its working
+        directory, which is the workspace root for the CLI; it drops a trailing
+        `# comment` and joins a line ending in a backslash with the next. A patch
+        adding those files with `--strategy_regexp=genrule=local` (which outranks every
+        strategy flag the CLI passes) would run a plain genrule on the host, where it
+        rewrites the wrapped test into a trivial pass.
+        """
+        mark = "rc_route"
+        markers = [
+            self.repo.output_base / f"poison_{mark}",
+            Path(f"/tmp/agent_gate_poison_{mark}"),
+            Path(f"/dev/shm/agent_gate_poison_{mark}"),
+        ]
+        for marker in markers:
+            marker.unlink(missing_ok=True)
+        imported = ("lib/calc/agent.rc", "lib/fmt/fmt.rc", "lib/queue/queue.rc")
+
+        def setup(root: Path) -> None:
+            with (root / ".bazelrc").open("a") as rc:
+                rc.write(
+                    f"try-import {imported[0]}\n"
+                    f"try-import %workspace%/{imported[1]}  # formatting defaults\n"
+                    f"try-import \\\n    '%workspace%/{imported[2]}'\n"
+                )
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            for path in imported:
+                _write(root, path, "build --strategy_regexp=genrule=local\n")
+            rule = ESCAPING_GENRULE.replace("MARK", mark).replace("OPT_OUT", "")
+            rule = rule.replace("PORT", "9").replace('"pwn"', f'"pwn_{mark}"')
+            rule = rule.replace('"pwn.txt"', f'"pwn_{mark}.txt"')
+            _replace(
+                root,
+                "lib/calc/BUILD.bazel",
+                '    srcs = glob(["*.py"]),\n',
+                f'    srcs = glob(["*.py"]),\n    data = [":pwn_{mark}"],\n',
+            )
+            with (root / "lib/calc/BUILD.bazel").open("a") as build:
+                build.write(rule)
+
+        scored = self.run_case("rc_imports_bazel_reads", edit, setup=setup)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        for path in imported:
+            self.assertIn(path, scored.guarded())
+        self.assertEqual(
+            (self.repo.scoring / "checks/sums_test.py").read_bytes(),
+            (SOURCE / "checks/sums_test.py").read_bytes(),
+            "the genrule rewrote the wrapped test in the scoring worktree",
+        )
+        for marker in markers:
+            self.assertFalse(marker.exists(), f"the genrule wrote {marker} outside its sandbox")
+
+    def _vendored_repository(self, root: Path) -> None:
+        """The base declares a local_repository in calc.sums' locality (a vendored library)."""
+        _write(root, "lib/calc/vendored/WORKSPACE", "")
+        _write(root, "lib/calc/vendored/REPO.bazel", "")
+        _write(
+            root,
+            "lib/calc/vendored/BUILD.bazel",
+            'filegroup(\n    name = "data",\n    srcs = [],\n'
+            '    visibility = ["//visibility:public"],\n)\n',
+        )
+        declare = 'local_repository(\n    name = "vendored",\n    path = "lib/calc/vendored",\n)\n'
+        with (root / "WORKSPACE").open("a") as workspace:
+            workspace.write("\n" + declare)
+        with (root / "MODULE.bazel").open("a") as module:
+            module.write(
+                "\nlocal_repository = use_repo_rule(\n"
+                '    "@bazel_tools//tools/build_defs/repo:local.bzl",\n'
+                '    "local_repository",\n)\n\n' + declare
+            )
+        _replace(
+            root,
+            "lib/calc/BUILD.bazel",
+            '    srcs = glob(["*.py"]),\n',
+            '    srcs = glob(["*.py"]),\n    data = ["@vendored//:data"],\n',
+        )
+
+    def _vendored_genrule(self, root: Path, mark: str) -> None:
+        """The patch: a `local = 1` genrule in the vendored repository's BUILD file."""
+        break_calc(root)
+        trivial = (
+            "printf 'import unittest\\nclass T(unittest.TestCase):\\n    def test_ok(self):\\n"
+            "        pass\\nif __name__ == \\x22__main__\\x22:\\n    unittest.main()\\n'"
+        )
+        command = " ".join(
+            [
+                "for d in external/*vendored; do ws=$$(readlink -f $$d); done;",
+                "ws=$${ws%/lib/calc/vendored};",
+                f"{trivial} > $$ws/checks/sums_test.py 2>/dev/null || true;",
+                f"touch /tmp/agent_gate_poison_{mark} 2>/dev/null || true;",
+                "echo ran > $@",
+            ]
+        )
+        _write(
+            root,
+            "lib/calc/vendored/BUILD.bazel",
+            f'genrule(\n    name = "data",\n    outs = ["pwn_{mark}.txt"],\n'
+            f"    cmd = {command!r},\n    local = 1,\n"
+            '    visibility = ["//visibility:public"],\n)\n',
+        )
+
+    def test_local_repository_of_the_base_in_a_locality(self):
+        """A `local = 1` genrule in the BUILD file of a base local_repository inside a locality.
+
+        The repository is external to Bazel but lives in the patched tree, so the rule
+        set checks it as it checks the main repository (only Bazel's own repositories
+        are exempt): review, naming the target, which is never built. Through plain
+        `bazel test` it would otherwise run on the host and rewrite the wrapped test
+        (a promote, before the rule set checked such repositories).
+        """
+        mark = "vendored"
+        marker = Path(f"/tmp/agent_gate_poison_{mark}")
+        marker.unlink(missing_ok=True)
+        scored = self.run_case(
+            "local_repository_genrule",
+            lambda root: self._vendored_genrule(root, mark),
+            setup=self._vendored_repository,
+        )
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        named = [t for t in scored.report.unsandboxed_targets if "vendored//:data (local" in t]
+        self.assertNotEmpty(named, scored.report.unsandboxed_targets)
+        self.assertEqual(scored.rows()["calc.sums"].classification, "not_run")
+        self.assertEqual(
+            (self.repo.scoring / "checks/sums_test.py").read_bytes(),
+            (SOURCE / "checks/sums_test.py").read_bytes(),
+            "the genrule rewrote the wrapped test in the scoring worktree",
+        )
+        self.assertFalse(marker.exists(), "the genrule ran outside the sandbox")
+
+    def test_repository_rule_runs_a_script_from_a_locality(self):
+        """A trusted repository rule of the base runs a script that lives in a locality.
+
+        Repository rules run on the host, never in a sandbox (think of a version stamp,
+        or a pip install reading requirements from the tree). The patch edits only the
+        script, and breaks the code: when Bazel refetches the repository, the script
+        rewrites the wrapped test into a trivial pass before any run.
+        """
+        script = "lib/calc/stamp.sh"
+        rule = (
+            "def _stamp_impl(rctx):\n"
+            '    script = rctx.path(Label("//lib/calc:stamp.sh"))\n'
+            '    result = rctx.execute(["sh", str(script)])\n'
+            '    rctx.file("stamp.txt", result.stdout)\n'
+            '    rctx.file("BUILD.bazel", "filegroup(name = \\"stamp\\", srcs = [\\"stamp.txt\\"], '
+            'visibility = [\\"//visibility:public\\"])\\n")\n\n'
+            "stamp_repository = repository_rule(implementation = _stamp_impl)\n"
+        )
+
+        def setup(root: Path) -> None:
+            _write(root, "build_defs/stamp.bzl", rule)
+            _write(root, script, "echo v1\n")
+            with (root / "WORKSPACE").open("a") as workspace:
+                workspace.write(
+                    '\nload("//build_defs:stamp.bzl", "stamp_repository")\n\n'
+                    'stamp_repository(name = "calc_stamp")\n'
+                )
+            with (root / "MODULE.bazel").open("a") as module:
+                module.write(
+                    '\nstamp_repository = use_repo_rule("//build_defs:stamp.bzl", '
+                    '"stamp_repository")\n\nstamp_repository(name = "calc_stamp")\n'
+                )
+            _replace(
+                root,
+                "lib/calc/BUILD.bazel",
+                '    srcs = glob(["*.py"]),\n',
+                '    srcs = glob(["*.py"]),\n    data = ["@calc_stamp//:stamp"],\n',
+            )
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            _write(
+                root,
+                script,
+                'ws=$(cd "$(dirname "$0")/../.." && pwd)\n'
+                "printf 'import unittest\\nclass T(unittest.TestCase):\\n    def test_ok(self):\\n"
+                '        pass\\nif __name__ == "__main__":\\n    unittest.main()\\n\''
+                ' > "$ws/checks/sums_test.py"\necho v2\n',
+            )
+
+        scored = self.run_case("repository_rule_script", edit, setup=setup)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn(script, scored.guarded())
+        self.assertEqual(
+            (self.repo.scoring / "checks/sums_test.py").read_bytes(),
+            (SOURCE / "checks/sums_test.py").read_bytes(),
+            "the repository rule rewrote the wrapped test in the scoring worktree",
+        )
+
+    def test_plain_bazel_test_refuses_a_local_genrule_of_an_in_tree_repository(self):
+        """The same patch under plain `bazel test //:agent_gate`, without the CLI's flags."""
+        mark = "vendored_plain"
+        marker = Path(f"/tmp/agent_gate_poison_{mark}")
+        marker.unlink(missing_ok=True)
+        self.addCleanup(marker.unlink, missing_ok=True)
+        base = self.repo.base(self._vendored_repository)
+        root = self.repo.root
+        self._vendored_genrule(root, mark)
+        self.addCleanup(self.repo.base)
+        output_base = self.repo.top / "plain_output_base"
+        self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
+        run = gate_target.run_gate(
+            root,
+            changed_paths=["lib/calc/calc.py", "lib/calc/vendored/BUILD.bazel"],
+            run_id=gate_target.new_run_id("plain"),
+            output_base=output_base,
+            work_dir=self.repo.top / "plain_run",
+        )
+        self.assertIsNotNone(run.report, run.problem)
+        TALLY["plain_bazel_test_in_tree_repository"] = run.report.decision != "promote"
+        self.assertEqual(self.repo.sha(), base)
+        self.assertEqual(run.report.decision, "review")
+        self.assertNotEqual(run.exit_code, 0)
+        self.assertFalse(marker.exists(), "plain bazel test ran the genrule on the host")
+        self.assertEqual(
+            (root / "checks/sums_test.py").read_bytes(),
+            (SOURCE / "checks/sums_test.py").read_bytes(),
+        )
+
     # --- symlinks reach what Bazel reads -------------------------------------------------
 
     def test_directory_symlink_makes_a_launcher_of_a_locality_file(self):
@@ -1197,6 +1494,100 @@ _agree_with_the_fixture()
         scored = self.run_case("symlink_retargeted", edit, setup=setup)
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
         self.assertIn("lib/calc/alias.py", scored.guarded())
+
+    def test_build_files_beside_or_below_guarded_packages(self):
+        """`BUILD` beside a guarded `BUILD.bazel`, and new packages that split guarded ones.
+
+        At the root (the gate's package) Bazel reads BUILD.bazel first, but a patch that
+        later removes it would switch files; below the predicates' directory and inside
+        the sealed tree a new BUILD file moves files out of the package (and its globs).
+        """
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            _write(root, "BUILD", 'exports_files(["ledger.txtpb"])\n')
+            _write(root, "checks/sub/BUILD", "")
+            _write(root, "fixtures/cases/more/BUILD.bazel", "")
+            _write(root, "lib/calc/sub/BUILD.bazel", "")  # product code: no guard
+
+        scored = self.run_case("build_files_split_packages", edit)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        guarded = scored.guarded()
+        for path in ("BUILD", "checks/sub/BUILD", "fixtures/cases/more/BUILD.bazel"):
+            self.assertIn(path, guarded)
+        self.assertNotIn("lib/calc/sub/BUILD.bazel", guarded)
+
+    def test_gitlink_in_a_locality_beside_a_harmless_change(self):
+        """A submodule commit (mode 160000) in calc.sums' locality.
+
+        The scoring tree gets an empty directory, so every property passes; the code a
+        checkout with submodules fetches after the merge is code nothing ran on. A
+        `.gitattributes` beside it asks for conversions git apply never makes (`eol`,
+        `ident`, a filter with no configuration). A `.gitmodules` with `ignore = all`,
+        which would hide the gitlink from a plain `git diff --cached`, is at the root,
+        where no property votes (review); U `applied_tree_test` covers it.
+        """
+        self.repo.base()
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            _write(root, "lib/calc/.gitattributes", "* ident eol=crlf filter=agent text\n")
+
+        text, _ = self.repo.candidate(edit)
+        sha = self.repo.sha()
+        gitlink = (
+            "diff --git a/lib/calc/vendor b/lib/calc/vendor\nnew file mode 160000\n"
+            f"index 0000000..{sha[:7]}\n--- /dev/null\n+++ b/lib/calc/vendor\n"
+            f"@@ -0,0 +1 @@\n+Subproject commit {sha}\n"
+        )
+        scored = self.run_case("gitlink_in_a_locality", edit, patch=gitlink.encode() + text)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn("lib/calc/vendor", scored.guarded())
+        self.assertIn("gitlink", scored.report.rule)
+
+    def test_mode_changes_on_guarded_files(self):
+        """100644 -> 100755 on a predicate and on the ledger: a mode is part of the tree."""
+
+        def edit(root: Path) -> None:
+            touch_calc(root)
+            (root / "checks/sums_test.py").chmod(0o755)
+            (root / "ledger.txtpb").chmod(0o755)
+
+        scored = self.run_case("mode_changes", edit)
+        self.assert_caught_by_guard(scored, "checks/sums_test.py", "ledger.txtpb")
+
+    def test_new_files_through_bazels_convenience_symlinks(self):
+        """`bazel-out/...` and `bazel-<worktree>/external/...` are untracked symlinks.
+
+        Bazel's convenience symlinks in the scoring worktree point into the output
+        base. git apply refuses to write beyond a symlink it tracks, not beyond an
+        untracked one: a new file under them landed in the output base a later score
+        reuses (a `.pth` in the Python toolchain's repository, say), whatever the
+        decision. Now such a patch is never applied.
+        """
+        self.repo.base()
+        # bazel-<the worktree directory's name> is the execroot.
+        names = [
+            "bazel-out/agent_gate_poison_symlink",
+            f"bazel-{self.repo.scoring.name}/external/agent_gate_python/agent_gate_poison.pth",
+        ]
+        for name in names:  # through the symlinks an earlier score left
+            (self.repo.scoring / name).unlink(missing_ok=True)
+        text, _ = self.repo.candidate(touch_calc)
+        for name in names:
+            text += (
+                f"diff --git a/{name} b/{name}\nnew file mode 100644\n"
+                "index 0000000..78981922\n--- /dev/null\n"
+                f"+++ b/{name}\n@@ -0,0 +1 @@\n+import os; os._exit(0)\n"
+            ).encode()
+        scored = self.run_case("through_convenience_symlinks", touch_calc, patch=text)
+        for name in names:
+            self.assertTrue((self.repo.scoring / name.split("/")[0]).is_symlink(), name)
+            planted = self.repo.scoring / name
+            self.assertFalse(planted.exists(), f"the patch wrote {planted} into the output base")
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        for name in names:
+            self.assertIn(name, scored.guarded())
 
     def test_nested_bazel_configuration_files_anywhere(self):
         """An rc file, .bazelignore or WORKSPACE anywhere in the tree is Bazel configuration."""

@@ -162,6 +162,42 @@ class ReadCandidateTest(absltest.TestCase):
             score.read_candidate(self.dir / "nope.patch")
         self.assertIn("does not exist", str(raised.exception))
 
+    def test_files_that_never_end_or_never_start_fail_closed_at_once(self):
+        """`/dev/zero` would fill memory and a FIFO nobody writes would hang the command."""
+        with self.assertRaises(CliError) as raised:
+            score.read_candidate(Path("/dev/zero"))
+        self.assertIn("larger than", str(raised.exception))
+        fifo = self.dir / "fifo"
+        os.mkfifo(fifo)
+        with self.assertRaises(CliError) as raised:
+            score.read_candidate(fifo)
+        self.assertIn("empty patch", str(raised.exception))
+        with self.assertRaises(CliError) as raised:
+            score.read_candidate(self.dir)
+        self.assertIn("cannot read patch file", str(raised.exception))
+
+    def test_a_pipe_with_a_writer_is_read_to_its_end(self):
+        """`--patch <(git diff)`: the writer may be slow, and the whole patch still arrives."""
+        writer = subprocess.Popen(
+            ["sh", "-c", "sleep 0.3; cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert writer.stdin is not None and writer.stdout is not None
+        writer.stdin.write(PATCH)
+        writer.stdin.close()
+        try:
+            data, touched = score.read_candidate(Path(f"/dev/fd/{writer.stdout.fileno()}"))
+        finally:
+            writer.stdout.close()
+            writer.wait()
+        self.assertEqual(data, PATCH)
+        self.assertNotEmpty(touched)
+
+    def test_the_size_limit(self):
+        path = self._file(PATCH)
+        self.assertEqual(score.read_bounded(path, len(PATCH)), PATCH)
+        with self.assertRaises(CliError):
+            score.read_bounded(path, len(PATCH) - 1)
+
 
 class OverrideTest(absltest.TestCase):
     def test_both_or_neither(self):
@@ -237,6 +273,8 @@ class GateDefinitionTest(absltest.TestCase):
             "third_party/agent_gate/tools/x.py",
             "third_party/agent_gate_v2/x.py",
             "notes.bzl.txt",
+            "lib/calc/sums.scl",
+            "notes.scl.md",
         ]
         self.assertEqual(
             score.gate_definition_paths(cat, touched),
@@ -245,6 +283,7 @@ class GateDefinitionTest(absltest.TestCase):
                 "build/defs/macros.bzl",
                 "third_party/agent_gate/rules/defs.bzl",
                 "third_party/agent_gate/tools/x.py",
+                "lib/calc/sums.scl",
             ],
         )
 

@@ -70,6 +70,7 @@ FILE_NAMES = (
     "p0.py",
     "one.seal",
     "defs.bzl",
+    "consts.scl",
     "conftest.py",
     "x.pth",
     "deps.MODULE.bazel",
@@ -445,7 +446,7 @@ def blockers(inputs: GateInputs) -> list[str]:
         directory, _, name = path.rpartition("/")
         if name in ("BUILD", "BUILD.bazel") and directory in packages:
             found.append(f"guarded BUILD file {path}")
-        if name.endswith(".bzl"):
+        if name.endswith((".bzl", ".scl")):
             found.append(f"Starlark file {path}")
         # What configures Bazel itself, by name, wherever it is.
         if (

@@ -89,6 +89,28 @@ class StagedChangesTest(absltest.TestCase):
         changes = self.applied(self.patch_of(edit))
         self.assertEqual(applied_tree.symlink_changes(changes), ["lib/link.py"])
 
+    def test_a_gitlink_stays_in_gits_list_whatever_the_patchs_gitmodules_says(self):
+        """`.gitmodules` with `ignore = all` hides a gitlink from a plain `git diff --cached`."""
+        link = (
+            "diff --git a/lib/vendor b/lib/vendor\nnew file mode 160000\n"
+            f"index 0000000..{self.base[:7]}\n--- /dev/null\n+++ b/lib/vendor\n"
+            f"@@ -0,0 +1 @@\n+Subproject commit {self.base}\n"
+        )
+
+        def edit(root: Path) -> None:
+            (root / ".gitmodules").write_text(
+                '[submodule "v"]\n\tpath = lib/vendor\n\turl = ./elsewhere\n\tignore = all\n'
+            )
+            (root / "lib" / ".gitattributes").write_text("* ident eol=crlf filter=agent\n")
+
+        patch = link.encode() + self.patch_of(edit)
+        changes = self.applied(patch)
+        by_path = {change.path: change for change in changes}
+        self.assertEqual(set(by_path), {"lib/vendor", ".gitmodules", "lib/.gitattributes"})
+        self.assertEqual(applied_tree.gitlink_changes(changes), ["lib/vendor"])
+        self.assertEqual(applied_tree.symlink_changes(changes), [])
+        applied_tree.cross_check(["lib/vendor", ".gitmodules", "lib/.gitattributes"], changes)
+
     def test_odd_names_come_back_byte_for_byte(self):
         names = [b"lib/t\tab", b'lib/q"uote\\', b"lib/caf\xc3\xa9", b"lib/\xff\xfe", b"lib/sp ace"]
 
@@ -187,10 +209,87 @@ class ControlPathsTest(absltest.TestCase):
         (self.root / "ci" / "ci.rc").write_text("  try-import %workspace%/ci/../lib/more.txt\n")
         (self.root / "lib" / "more.txt").write_text("import %workspace%/ci/ci.rc\n")  # a cycle
         self.assertEqual(
-            applied_tree.rc_imports(self.root), {"ci/ci.rc", "ci/missing.cfg", "lib/more.txt"}
+            applied_tree.rc_imports(self.root, rc_files=[]),
+            {"ci/ci.rc", "ci/missing.cfg", "lib/more.txt", "relative.rc"},
         )
-        touched = ["ci/ci.rc", "ci/missing.cfg", "lib/more.txt", "ci/other.rc", "relative.rc"]
-        self.assertEqual(applied_tree.control_paths(self.root, touched), touched[:3])
+        touched = ["ci/ci.rc", "ci/missing.cfg", "lib/more.txt", "relative.rc", "ci/other.rc"]
+        self.assertEqual(applied_tree.control_paths(self.root, touched), touched[:4])
+
+    def test_imports_spelled_as_only_bazels_own_reader_reads_them(self):
+        """Relative names (read from the workspace root, the client's working directory),
+        comments, continued lines, quotes that join, escapes and `${NAME}`."""
+        (self.root / ".bazelrc").write_text(
+            "try-import lib/relative.rc\n"
+            "try-import %workspace%/lib/commented.rc  # CI defaults\n"
+            "try-import \\\n    %workspace%/lib/continued.rc\n"
+            "try-import '%workspace%'/lib/joined.rc\n"
+            "try-import %workspace%/lib/sp\\ ace.rc\n"
+            "import ${AGENT_GATE_TEST_RC_DIR}/env.rc\n"
+            "# try-import %workspace%/lib/comment_only.rc\n"
+            "try-import %workspace%/lib/a.rc %workspace%/lib/two_words.rc\n"
+        )
+        with mock.patch.dict(os.environ, {"AGENT_GATE_TEST_RC_DIR": str(self.root / "lib")}):
+            found = applied_tree.rc_imports(self.root, rc_files=[])
+        self.assertEqual(
+            found,
+            {
+                "lib/relative.rc",
+                "lib/commented.rc",
+                "lib/continued.rc",
+                "lib/joined.rc",
+                "lib/sp ace.rc",
+                "lib/env.rc",
+                "${AGENT_GATE_TEST_RC_DIR}/env.rc",  # Bazel 4.2.3 reads the name literally
+            },
+        )
+
+    def test_paths_that_rc_options_name(self):
+        """A script, a label's file or package, `%workspace%` and absolute paths; not words."""
+        (self.root / "lib" / "calc").mkdir()
+        (self.root / "lib" / "calc" / "wrap.sh").write_text("")
+        (self.root / ".bazelrc").write_text(
+            "build --workspace_status_command=lib/hook/status.sh\n"
+            "build --credential_helper=*.example=%workspace%/tools/cred.sh\n"
+            "test --run_under=//lib/calc:wrap.sh\n"
+            "test:ci --run_under //lib/fmt:wrapper\n"
+            f"build --test_env=DATA={self.root}/data/x --define=lib=1 --config=lib\n"
+            "build --host_javabase=@local_jdk//:jdk --test_output=errors\n"
+            "build --test_env=PATH=/usr/bin:/bin\n"
+        )
+        found = applied_tree.rc_named_paths(self.root, rc_files=[])
+        self.assertEqual(
+            found,
+            {"lib/hook/status.sh", "tools/cred.sh", "lib/calc/wrap.sh", "lib/fmt", "data/x"},
+        )
+        touched = ["lib/hook/status.sh", "lib/fmt/w.py", "lib/calc/calc.py", "lib/x.py"]
+        self.assertEqual(applied_tree.control_paths(self.root, touched), touched[:2])
+
+    def test_imports_of_the_users_and_the_systems_rc_files(self):
+        """~/.bazelrc is trusted, but its `%workspace%/...` import reaches the patched tree,
+        also through a file outside the workspace and through a symlink of the base."""
+        home = Path(tempfile.mkdtemp()).resolve()
+        (home / ".bazelrc").write_text(f"import {home}/more.rc\ntry-import %workspace%/a.rc\n")
+        (home / "more.rc").write_text("try-import %workspace%/conf/b.rc\n")
+        os.symlink("lib/hook", self.root / "conf")
+        found = applied_tree.rc_imports(self.root, rc_files=[home / ".bazelrc"])
+        self.assertEqual(found, {"a.rc", "conf/b.rc", "lib/hook/b.rc"})
+        with mock.patch.dict(os.environ, {"HOME": str(home)}):
+            self.assertIn(home / ".bazelrc", applied_tree.default_rc_files())
+            self.assertEqual(
+                applied_tree.control_paths(self.root, ["lib/hook/b.rc", "lib/hook/c.rc"]),
+                ["lib/hook/b.rc"],
+            )
+
+    def test_below_an_untracked_symlink_before_the_patch_applies(self):
+        """git apply writes through an untracked symlink (bazel-out): such paths are found."""
+        outside = Path(tempfile.mkdtemp()).resolve()
+        os.symlink(outside, self.root / "bazel-out")
+        os.symlink("lib", self.root / "alias")
+        touched = ["bazel-out/x", "bazel-out/k8/y.pth", "alias/hook/z", "lib/hook/z", "bazel-out"]
+        self.assertEqual(
+            applied_tree.beyond_symlinks(self.root, touched),
+            ["bazel-out/x", "bazel-out/k8/y.pth", "alias/hook/z"],
+        )
 
     def test_through_a_symlink_of_the_tree(self):
         os.symlink("../../tools", self.root / "lib" / "hook" / "cfg")
@@ -214,6 +313,48 @@ class ControlPathsTest(absltest.TestCase):
             applied_tree.control_paths(self.root, ["lib/self/self/.bazelrc"]),
             ["lib/self/self/.bazelrc"],
         )
+
+
+class RepositoryInputsTest(absltest.TestCase):
+    """What repository rules read, from the marker files of both Bazel versions."""
+
+    def test_marker_entries_of_the_main_repository_only(self):
+        top = Path(tempfile.mkdtemp()).resolve()
+        workspace, external = top / "ws", top / "ob" / "external"
+        workspace.mkdir()
+        external.mkdir(parents=True)
+        (external / "@stamp.marker").write_text(
+            "abc123\n"
+            "FILE://lib/calc:stamp.sh 0f0f\n"  # Bazel 4.2.3: a label
+            "FILE://:requirements.txt 0f0f\n"
+            "FILE:@bazel_tools//tools/cpp:BUILD.tpl 0f0f\n"
+            f"FILE:{workspace}/abs/read.txt 0f0f\n"
+            "FILE:/etc/hostname 0f0f\n"
+            "ENV:HOME /root\n"
+        )
+        (external / "@@pip~.marker").write_text(
+            "FILE:@@//third_party/requirements_lock.txt 0f0f\n"  # Bazel 7: a path
+            "DIRENTS:@@//vendor/wheels 0f0f\n"
+            "FILE:@@rules_python~//python/runfiles/__init__.py 0f0f\n"
+        )
+        (external / "not_a_marker.txt").write_text("FILE://x:y 0\n")
+        found = applied_tree.repository_inputs(top / "ob", workspace)
+        self.assertEqual(
+            found,
+            {
+                "lib/calc/stamp.sh",
+                "requirements.txt",
+                "abs/read.txt",
+                "third_party/requirements_lock.txt",
+                "vendor/wheels",
+            },
+        )
+        touched = ["lib/calc/stamp.sh", "lib/calc/calc.py", "vendor/wheels/x.whl", "vendor/w.txt"]
+        self.assertEqual(
+            applied_tree.read_by_repository_rules(touched, found),
+            ["lib/calc/stamp.sh", "vendor/wheels/x.whl"],
+        )
+        self.assertEqual(applied_tree.read_by_repository_rules(touched, set()), [])
 
 
 if __name__ == "__main__":

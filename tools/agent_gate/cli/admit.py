@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from agent_gate.cli import catalog, double_run, verdict_check
+from agent_gate.cli import catalog, double_run, score, verdict_check
 from agent_gate.core import quorum
 from agent_gate.core.locality import covers
 from agent_gate.drive import bazel_client, gate_target, sealcheck, worktree
@@ -242,7 +242,7 @@ def admit(
                 f"admit {property_id} needs --mutant PATCH: a patch deleting its invariant"
             )
         try:
-            given = mutant_path.read_bytes()
+            given = score.read_bounded(mutant_path, score.MAX_PATCH_BYTES)
         except OSError as error:
             raise CliError(f"cannot read mutant {mutant_path}: {error.strerror or error}") from None
     elif mutant_path is not None:

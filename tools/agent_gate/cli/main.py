@@ -25,6 +25,7 @@ from pathlib import Path
 
 from agent_gate.drive import deadline, protogen, worktree
 from agent_gate.drive.exit_codes import CliError
+from agent_gate.formats.terminal import terminal_safe
 
 _DESCRIPTION = "Score agent patches for a merge queue, and manage the freeze ledger."
 _EPILOG = (
@@ -238,7 +239,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except CliError as error:
-        print(f"agent-gate: error: {error}", file=sys.stderr)
+        # Paths in it come from the patch; its own line breaks stay.
+        shown = "\n".join(terminal_safe(line) for line in str(error).split("\n"))
+        print(f"agent-gate: error: {shown}", file=sys.stderr)
         return error.code
     except seal.SealError as error:
         print(f"agent-gate: error: {error}", file=sys.stderr)

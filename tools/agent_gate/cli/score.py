@@ -16,6 +16,7 @@ keeps the gate from deciding is exit 2, never a promote.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,36 @@ class ScoreOptions:
     keep_runs: int = worktree.DEFAULT_KEPT_RUNS
 
 
+# A patch larger than this is refused before it is read whole: the reader keeps it, and
+# a copy or two, in memory (a 50,000-path patch is about 10 MB).
+MAX_PATCH_BYTES = 256 * 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """The file's bytes, or CliError past `limit` (`/dev/zero`, a runaway pipe).
+
+    Opened without blocking, so a FIFO nobody writes to reads as empty rather than
+    hanging the command; a pipe with a writer (`--patch <(git diff)`) is read to its end.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, _CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise CliError(
+                    f"patch file {path} is larger than {limit // (1024 * 1024)} MiB; the gate "
+                    "does not score a patch that large automatically (split it, or review it)"
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_candidate(path: Path, directory: str = "") -> tuple[bytes, list[str]]:
     """The patch's bytes and the names git apply gives its files, or CliError saying why not.
 
@@ -71,7 +102,7 @@ def read_candidate(path: Path, directory: str = "") -> tuple[bytes, list[str]]:
     followed by advice to send `git diff`, which may be exactly what was sent.
     """
     try:
-        data = path.read_bytes()
+        data = read_bounded(path, MAX_PATCH_BYTES)
     except FileNotFoundError:
         raise CliError(f"patch file {path} does not exist; pass the path of a `git diff`") from None
     except OSError as error:
@@ -218,7 +249,7 @@ def build_break_report(
 
 
 def gate_definition_paths(cat: catalog.Catalog, touched: Sequence[str]) -> list[str]:
-    """Touched paths that can define the gate itself: any `.bzl`, and the base's rule set.
+    """Touched paths that can define the gate itself: any `.bzl` or `.scl`, and the rule set.
 
     The gate would judge them with the rules the patched tree builds: a `.bzl` that
     WORKSPACE loads can point @agent_gate elsewhere, a vendored copy can be rewritten.
@@ -227,7 +258,8 @@ def gate_definition_paths(cat: catalog.Catalog, touched: Sequence[str]) -> list[
     return [
         path
         for path in touched
-        if path.endswith(".bzl") or any(covers(prefix, path) for prefix in cat.rule_set_paths)
+        if bazel_config.is_starlark(path)
+        or any(covers(prefix, path) for prefix in cat.rule_set_paths)
     ]
 
 
@@ -235,11 +267,13 @@ def control_report(
     pre_apply: agent_gate_pb2.GateReport,
     control: Sequence[str],
     symlinks: Sequence[str] = (),
+    gitlinks: Sequence[str] = (),
 ) -> agent_gate_pb2.GateReport:
     """Review for a diff that reconfigures Bazel itself: running the gate on it would trust it.
 
     `control`: paths that configure Bazel (by name or by where they resolve);
-    `symlinks`: symlinks the diff adds, changes or retargets. `pre_apply` is the
+    `symlinks`: symlinks the diff adds, changes or retargets; `gitlinks`: submodule
+    commits it adds, moves or replaces. `pre_apply` is the
     pre-apply report (ledger and seals weighed, nothing run); review joins its
     reasons at its precedence, so stop_queue and fixture_fault still win.
     """
@@ -260,12 +294,22 @@ def control_report(
             "configuration (it can make a guarded file reachable under another name), so the "
             "gate is not run on it: a human must look"
         )
+    if gitlinks:
+        shown = ", ".join(_printable(path) for path in gitlinks[:_NAMES_SHOWN])
+        added.append(
+            f"review: the diff adds, moves or replaces the gitlink(s) {shown}; a submodule's "
+            "code is not in the scoring tree, so no property ran on what a checkout with "
+            "submodules would fetch: a human must look"
+        )
     limit = quorum.MAX_REPORTED_PATHS
     pre_apply.guarded_paths.extend(
         f"{_printable(path)} (configures Bazel itself)" for path in control[:limit]
     )
     pre_apply.guarded_paths.extend(
         f"{_printable(path)} (a symlink: configuration)" for path in symlinks[:limit]
+    )
+    pre_apply.guarded_paths.extend(
+        f"{_printable(path)} (a gitlink: code the gate cannot see)" for path in gitlinks[:limit]
     )
     reasons = [*pre_apply.reasons, *added]
     reasons.sort(key=lambda text: quorum.PRECEDENCE.index(text.split(":", 1)[0]))
@@ -458,8 +502,10 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
                 worktree.describe(repo, base),
                 gate_flags=_expected_gate_flags(touched, run_id, override, flag_prefix),
             )
+        repository_inputs: set[str] = set()
         if output_base is not None:  # after a build of the base alone: what is trusted
             provided_repos.record(output_base, repo.state_dir / _PROVIDED_STATE)
+            repository_inputs = applied_tree.repository_inputs(output_base, workspace)
         rows = ledger_rows(workspace / cat.ledger_path, cat.ids, cat.ledger_path, base)
         check_override(override, rows)
         try:
@@ -475,6 +521,14 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
         counts = _commit_counts(repo, base, rows)
         drift = sealcheck.drifted(seals)
         control = bazel_config.bazel_config_paths(touched) + gate_definition_paths(cat, touched)
+        # What a repository rule of the base reads runs on the host when it changes.
+        control += [
+            path
+            for path in applied_tree.read_by_repository_rules(touched, repository_inputs)
+            if path not in control
+        ]
+        # A new file below bazel-out would be written into the output base by git apply.
+        control += [p for p in applied_tree.beyond_symlinks(workspace, touched) if p not in control]
 
         def not_run(note: str) -> agent_gate_pb2.GateReport:
             """The report of this patch with nothing run: ledger and seals weighed."""
@@ -516,13 +570,17 @@ def score(options: ScoreOptions, progress: Progress, out: TextIO) -> int:
             changes = worktree.staged_changes(repo)
             applied_tree.cross_check(touched, changes)
             links = applied_tree.symlink_changes(changes)
+            gitlinks = applied_tree.gitlink_changes(changes)
             control = applied_tree.control_paths(workspace, touched)
             control += [p for p in gate_definition_paths(cat, touched) if p not in control]
-        if links or control:
+        if links or gitlinks or control:
             # Before Bazel reads the patched tree: it could reconfigure Bazel itself.
-            progress.step("the applied tree changes a symlink or reconfigures Bazel: review")
+            progress.step(
+                "the applied tree changes a symlink or a gitlink, or reconfigures Bazel: review"
+            )
             unrun = not_run(_RECONFIGURES_BAZEL)
-            return _finish(control_report(unrun, control, links), paths, progress, out, {})
+            refused = control_report(unrun, control, links, gitlinks)
+            return _finish(refused, paths, progress, out, {})
         counts.update(_commit_counts(repo, base, _patched_rows(workspace / cat.ledger_path)))
         progress.step(f"bazel test {gate_target.GATE_TARGET} (run id {run_id})")
         try:

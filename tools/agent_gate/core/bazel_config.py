@@ -18,6 +18,9 @@ NAMES = (".bazelignore", ".bazelversion", ".bazeliskrc", "REPO.bazel")
 PREFIXES = ("WORKSPACE", "MODULE.bazel")
 SUFFIXES = ("bazelrc", ".MODULE.bazel")
 LAUNCHER_HOOK = "tools/bazel"
+# Starlark that BUILD files, MODULE.bazel and WORKSPACE load: `.bzl`, and `.scl`
+# (Bazel >= 7 with --experimental_enable_scl_dialect, on by default from Bazel 8).
+STARLARK_SUFFIXES = (".bzl", ".scl")
 
 
 def is_bazel_config(path: str) -> bool:
@@ -37,3 +40,8 @@ def is_bazel_config(path: str) -> bool:
 def bazel_config_paths(paths: Sequence[str]) -> list[str]:
     """The paths that configure Bazel itself (`is_bazel_config`)."""
     return [path for path in paths if is_bazel_config(path)]
+
+
+def is_starlark(path: str) -> bool:
+    """Whether `path` names a Starlark file that `load()` reads (`STARLARK_SUFFIXES`)."""
+    return path.endswith(STARLARK_SUFFIXES)

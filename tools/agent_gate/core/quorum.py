@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from agent_gate.core.bazel_config import is_bazel_config
+from agent_gate.core.bazel_config import is_bazel_config, is_starlark
 from agent_gate.core.locality import (
     LocalityIndex,
     component_prefixes,
@@ -437,7 +437,7 @@ def _scan_diff(
                 whys.append(f"BUILD file defining property {_names(packages[directory])}")
             if directory in test_packages:
                 whys.append(f"BUILD file declaring the test of {_names(test_packages[directory])}")
-        if name.endswith(".bzl"):
+        if is_starlark(name):
             whys.append("Starlark: it can redefine properties, their predicates or the gate")
         if is_bazel_config(path):
             whys.append("Bazel configuration: it can replace the gate or rewrite its verdict")

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
+from agent_gate.formats.terminal import terminal_safe
+
 _RUNNING = re.compile(r"Running property (\S+) twice")
 _BAZEL_ERROR = re.compile(r"^(ERROR:|FAIL: //)")
 
@@ -41,7 +43,7 @@ class Progress:
         if self.quiet:
             return
         stream = self._stream if self._stream is not None else sys.stderr
-        stream.write(f"agent-gate [{self.elapsed():7.1f}s] {message}\n")
+        stream.write(f"agent-gate [{self.elapsed():7.1f}s] {terminal_safe(message)}\n")
         stream.flush()
 
     def bazel_line(self, line: str) -> None:

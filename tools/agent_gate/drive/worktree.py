@@ -336,8 +336,14 @@ class StagedChange:
         """A symlink on either side: added, changed, retargeted or replaced."""
         return SYMLINK_MODE in (self.old_mode, self.new_mode)
 
+    @property
+    def gitlink(self) -> bool:
+        """A submodule commit (gitlink) on either side: added, moved to another commit, replaced."""
+        return GITLINK_MODE in (self.old_mode, self.new_mode)
+
 
 SYMLINK_MODE = 0o120000
+GITLINK_MODE = 0o160000
 
 
 def staged_changes(repo: Repo) -> list[StagedChange]:
@@ -357,6 +363,8 @@ def staged_changes(repo: Repo) -> list[StagedChange]:
         "-z",
         "--no-renames",
         "--no-ext-diff",
+        # A patch's `.gitmodules` (`ignore = all`) must not hide a gitlink from git's list.
+        "--ignore-submodules=none",
         "HEAD",
         "--",
     )

@@ -22,6 +22,7 @@ from google.protobuf import json_format, text_format
 from google.protobuf.descriptor import Descriptor
 
 from agent_gate.formats import evidence
+from agent_gate.formats.terminal import terminal_safe
 from proto import agent_gate_pb2
 
 JSON_NAME = "agent_gate_report.json"
@@ -76,8 +77,9 @@ def _codes(row: agent_gate_pb2.Row) -> str:
 
 
 def _md(value: str) -> str:
-    """One Markdown table cell or list item: agent-written paths cannot inject markup."""
-    flat = " ".join(value.split()) if value else ""
+    """One Markdown table cell or list item: agent-written paths cannot inject markup
+    (nor controls)."""
+    flat = terminal_safe(" ".join(value.split())) if value else ""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", flat) or _NONE
 
 
@@ -261,7 +263,14 @@ def to_junit(report: agent_gate_pb2.GateReport) -> str:
 
 
 def summary_lines(report: agent_gate_pb2.GateReport) -> list[str]:
-    """Plain text: the decision line, one aligned line per row, then what blocked."""
+    """Plain text: the decision line, one aligned line per row, then what blocked.
+
+    Every line is `terminal_safe`: paths and notes come from the patch.
+    """
+    return [terminal_safe(line) for line in _summary_lines(report)]
+
+
+def _summary_lines(report: agent_gate_pb2.GateReport) -> list[str]:
     lines = [f"agent_gate: {report.decision or '(none)'} — {report.rule}"]
     table = [
         (
