@@ -1031,6 +1031,26 @@ _agree_with_the_fixture()
         self.assertIn("lib/fmt/unittest.py", shadow[0])
         self.assertIn("fmt.roundtrip", shadow[0])
 
+    def test_planted_convenience_directories(self):
+        """bazel-testlogs and bazel-bin as directories of the patch, holding a forged verdict.
+
+        A fresh scoring worktree has no links yet: Bazel could not make its own, and
+        the CLI would read the patch's report and gate config in their place.
+        """
+        self.repo.base(None, 0)
+        patch, _ = self.repo.candidate(break_calc)
+        for name, text in (
+            ("bazel-testlogs/agent_gate/test.outputs/agent_gate_report.json", '{"rule": "forged"}'),
+            ("bazel-bin/agent_gate.gate.json", '{"catalog": []}'),
+        ):
+            patch += (
+                f"diff --git a/{name} b/{name}\nnew file mode 100644\n--- /dev/null\n"
+                f"+++ b/{name}\n@@ -0,0 +1 @@\n+{text}\n"
+            ).encode()
+        scored = self.run_case("planted_convenience_directories", lambda root: None, patch=patch)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertIn("bazel-bin/agent_gate.gate.json", scored.report.rule)
+
     def test_unmatched_predicate_gutted_beside_a_harmless_change(self):
         """Gut queue.order's test while touching only calc: the next patch could break the queue."""
 

@@ -285,11 +285,20 @@ class ControlPathsTest(absltest.TestCase):
         outside = Path(tempfile.mkdtemp()).resolve()
         os.symlink(outside, self.root / "bazel-out")
         os.symlink("lib", self.root / "alias")
-        touched = ["bazel-out/x", "bazel-out/k8/y.pth", "alias/hook/z", "lib/hook/z", "bazel-out"]
+        touched = ["bazel-out/x", "bazel-out/k8/y.pth", "alias/hook/z", "lib/hook/z", "lib/bazel-x"]
         self.assertEqual(
             applied_tree.beyond_symlinks(self.root, touched),
             ["bazel-out/x", "bazel-out/k8/y.pth", "alias/hook/z"],
         )
+
+    def test_bazels_link_names_before_bazel_made_them(self):
+        """A fresh worktree has no bazel-testlogs yet: a patch planting one is found."""
+        touched = [
+            "bazel-testlogs/agent_gate/test.outputs/agent_gate_report.json",
+            "bazel-bin",
+            "lib/bazel-bin/x",
+        ]
+        self.assertEqual(applied_tree.beyond_symlinks(self.root, touched), touched[:2])
 
     def test_through_a_symlink_of_the_tree(self):
         os.symlink("../../tools", self.root / "lib" / "hook" / "cfg")

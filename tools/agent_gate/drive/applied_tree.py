@@ -331,10 +331,16 @@ def beyond_symlinks(workspace: Path, touched: Sequence[str]) -> list[str]:
     point into the output base; git apply refuses to write beyond a symlink it
     tracks, not beyond an untracked one. A new file under them would be written into
     the output base a later score reuses, whatever the decision: never apply it.
+    Nor a path at the workspace's top named as those links are (`bazel-*`): one that
+    a fresh worktree does not have yet would keep Bazel from making its link, and
+    the CLI reads reports and configs through them.
     """
     links: dict[str, bool] = {}
     found: list[str] = []
     for path in touched:
+        if _normal(path).startswith("bazel-"):
+            found.append(path)
+            continue
         parts = _normal(path).split("/")[:-1]
         for end in range(1, len(parts) + 1):
             folder = "/".join(parts[:end])
