@@ -684,6 +684,23 @@ class VoterTest(absltest.TestCase):
         self.assertEqual(report.decision, "review")
         self.assertIn("package '' of the closure", report.guarded_paths[0])
 
+    def test_test_runner_configuration_is_review_anywhere(self):
+        """pytest reads its options from these, in a locality too: `-k` deselects checks."""
+        for path in (
+            "store/counters/pyproject.toml",
+            "store/counters/setup.cfg",
+            "tox.ini",
+            "api/handlers/.pytest.ini",
+        ):
+            with self.subTest(path=path):
+                report = gate(["store/counters/inc.py", path], unobserved_ok=("tox.ini",))
+                self.assertEqual(report.decision, "review", list(report.reasons))
+                self.assertIn("test-runner configuration", report.guarded_paths[0])
+        # Near misses: names that only look alike.
+        for path in ("store/counters/pyproject.toml.orig", "store/counters/my_setup.cfg"):
+            with self.subTest(path=path):
+                self.assertEqual(gate(["store/counters/inc.py", path]).decision, "promote")
+
     def test_a_module_shadowing_what_a_test_imports_is_review(self):
         """`unittest.py` beside `imports = ["."]`: product code in the framework's place."""
         catalog = tuple(

@@ -47,6 +47,9 @@ BUILD_FILE_NAMES = ("BUILD", "BUILD.bazel")
 IMPORT_HOOK_NAMES = ("sitecustomize.py", "usercustomize.py", "conftest.py", "pytest.ini")
 IMPORT_HOOK_SUFFIXES = (".pth",)
 IMPORT_HOOK_DIRECTORIES = ("META-INF/services",)
+# Files a test runner reads for its options before it collects a test: pytest's
+# `addopts = -k "not the_failing_test"` in one of them deselects what would fail.
+TEST_RUNNER_CONFIG_NAMES = (".pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini")
 # Modules a predicate imports before its first check: the standard library and the
 # test frameworks. One of these names as a top-level module on a test's import path
 # (`unittest.py` beside `imports = ["."]`) replaces the real one inside the judge.
@@ -443,6 +446,8 @@ def _scan_diff(
             whys.append("Bazel configuration: it can replace the gate or rewrite its verdict")
         if _is_import_hook(path, name):
             whys.append("an import hook: it runs inside the judge before the predicate does")
+        if name in TEST_RUNNER_CONFIG_NAMES:
+            whys.append("test-runner configuration: it can change which checks the predicate runs")
         owners = _beside_predicate(path, directory, beside, observed)
         if owners:
             whys.append(
