@@ -317,7 +317,8 @@ _CATALOG_ATTRS = {
         doc = "Repo-relative prefixes a patch may touch with no strong property observing them " +
               "(e.g. `docs`). Any other touched path outside every strong locality is review: " +
               "no one votes on it. Weak localities never count, and neither does a path at or " +
-              "below a package of some property's test closure (a file the test may read).",
+              "below a package of some property's test closure (a file the test may read), nor a " +
+              "BUILD file (an alias there can redirect what a test reads).",
     ),
 }
 

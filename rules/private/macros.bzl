@@ -54,7 +54,7 @@ def agent_gate(name, properties, ledger, debt_cap = 5, unobserved_ok = [], tags 
       debt_cap: open freezes (plus spent ones) above this stop the queue.
       unobserved_ok: repo-relative prefixes a patch may touch with no strong property
         observing them (e.g. `docs`); any other unobserved touched path is review, and
-        so is one at or below a package of a property's test closure.
+        so is one at or below a package of a property's test closure, and any BUILD file.
       tags: extra tags; `manual` and `external` are always added.
       **kwargs: `rule_set_paths`, `size`, `timeout`, `visibility`, ...
     """

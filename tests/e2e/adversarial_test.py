@@ -1002,6 +1002,43 @@ _agree_with_the_fixture()
                 self.assertIn("fmt.roundtrip", scored.report.guarded_paths[0])
                 self.assertEmpty(scored.report.unobserved_paths)
 
+    def test_unobserved_ok_data_reached_through_an_alias(self):
+        """fmt.roundtrip's records reach the test through an alias in `docs` (unobserved_ok).
+
+        An aspect walks through an alias to its target, so the alias's own package
+        is not one of the closure's packages. Retargeting the alias to a target
+        with no records, beside the fmt break, leaves the test nothing to fail on:
+        the alias's package is read by the test all the same: review.
+        """
+
+        def setup(root: Path) -> None:
+            _write(
+                root,
+                "docs/BUILD.bazel",
+                "alias(\n"
+                '    name = "roundtrip_cases",\n'
+                '    actual = "//docs/roundtrip:cases",\n'
+                '    visibility = ["//checks:__pkg__"],\n'
+                ")\n",
+            )
+            _replace(
+                root, "checks/BUILD.bazel", '"//docs/roundtrip:cases"', '"//docs:roundtrip_cases"'
+            )
+            _replace(
+                root, "docs/roundtrip/BUILD.bazel", '"//checks:__pkg__"', '"//visibility:public"'
+            )
+
+        def edit(root: Path) -> None:
+            break_fmt(root)
+            _replace(root, "docs/BUILD.bazel", '"//docs/roundtrip:cases"', '"//lib/fmt"')
+
+        scored = self.run_case("unobserved_ok_alias_retargeted", edit, setup=setup)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertLen(scored.report.guarded_paths, 1, scored.report.guarded_paths)
+        self.assertIn("docs/BUILD.bazel", scored.report.guarded_paths[0])
+        self.assertIn("BUILD file under unobserved_ok", scored.report.guarded_paths[0])
+        self.assertEmpty(scored.report.unobserved_paths)
+
     def test_module_shadowing_the_test_framework(self):
         """lib/fmt goes on the import path (`imports = ["."]`) with a `unittest.py` that exits 0.
 

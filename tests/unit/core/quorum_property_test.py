@@ -16,7 +16,8 @@ beyond its input types:
   the properties' and their tests' packages, every row's predicate sources and
   what sits beside them outside every locality, `.bzl` files, import hooks);
   every touched path lies in a strong locality or under `unobserved_ok`, and
-  none outside a strong locality lies in a package of a test's closure; no
+  none outside a strong locality lies in a package of a test's closure or is a
+  BUILD file under `unobserved_ok`; no
   touched top-level module on a test's import path shadows one it imports; no
   matched test's closure runs unsandboxed; the paths the gate saw are the ones
   sent; no fixture tree drifted;
@@ -199,8 +200,10 @@ def _changed_path(
         return f"{directory}/{name}" if directory else name
     if kind == 79:
         return f"./{g.pick(observed)}//x.py"  # same file, unnormalized spelling
-    if kind >= 72 and excused:
+    if kind >= 74 and excused:
         return f"{g.pick(excused)}/notes.md"  # needs no vote, unless a test reads it
+    if kind >= 72 and excused:
+        return f"{g.pick(excused)}/BUILD.bazel"  # build configuration: never excused
     if kind >= 25:
         return f"{g.pick(observed)}/{g.pick(FILE_NAMES)}"
     return f"{g.pick(DIRS)}/x.py"
@@ -436,6 +439,13 @@ def blockers(inputs: GateInputs) -> list[str]:
             package == "" or _covers(package, path) for package in read_by_tests
         ):
             found.append(f"{path} is in a package a test reads, with no voter")
+        # An alias in a BUILD file redirects a test's data, unseen by any closure.
+        if (
+            path.rpartition("/")[2] in ("BUILD", "BUILD.bazel")
+            and not any(_covers(prefix, path) for prefix in voters)
+            and any(_covers(prefix, path) for prefix in inputs.unobserved_ok)
+        ):
+            found.append(f"BUILD file {path} under unobserved_ok, with no voter")
         module_dir, _, module_file = path.rpartition("/")
         if module_file.split(".")[0] in SHADOWED and module_dir in import_path:
             found.append(f"{path} shadows a module a test imports")
@@ -591,7 +601,7 @@ CLOSURE_DIRS = ("", "docs", "docs/golden", "docs/golden/deep", "docs/golden_v2",
 
 
 class ClosurePackagesPropertyTest(absltest.TestCase):
-    """`unobserved_ok` excuses a path only when no test's closure holds it.
+    """`unobserved_ok` excuses a path only when no test's closure holds it, and never a BUILD file.
 
     Each example is one passing strong property on `lib` plus paths under
     `unobserved_ok = ("docs", "notes")`, with random closure packages: the main
@@ -624,17 +634,24 @@ class ClosurePackagesPropertyTest(absltest.TestCase):
                 unobserved_ok=("docs", "notes", "lib"),
             )
             result = evaluate(inputs)
+            # A BUILD file under unobserved_ok is never excused either (an alias there
+            # redirects what a test reads, unseen by its closure).
             read = [
                 path
                 for path in paths
                 if not _covers("lib", path)
-                and any(package == "" or _covers(package, path) for package in packages)
+                and (
+                    any(package == "" or _covers(package, path) for package in packages)
+                    or path.endswith("/BUILD")
+                )
             ]
             if read:
                 self.assertEqual(result.decision, "review", (packages, paths))
                 self.assertLen(result.guarded_paths, len(set(read)), result.guarded_paths)
             else:
-                self.assertEqual(result.decision, "promote", (packages, paths, result.reasons))
+                self.assertEqual(
+                    result.decision, "promote", str((packages, paths, list(result.reasons)))
+                )
 
         check()
 

@@ -269,11 +269,14 @@ class ReviewGuardTest(absltest.TestCase):
         self.assert_guarded(report, "BUILD.bazel", "agent_gate target")
         report = gate(["store/counters/inc.py", "ci/BUILD"], gate_package="ci")
         self.assert_guarded(report, "ci/BUILD", "agent_gate target")
-        # Only the BUILD file directly in the package is the gate's configuration.
+        # Only the BUILD file directly in the package is the gate's configuration (the
+        # other is review only because unobserved_ok never excuses a BUILD file).
         report = gate(
             ["store/counters/inc.py", "ci/sub/BUILD"], gate_package="ci", unobserved_ok=("ci",)
         )
-        self.assertEqual(report.decision, "promote")
+        self.assertLen(report.guarded_paths, 1)
+        self.assertNotIn("agent_gate target", report.guarded_paths[0])
+        self.assertIn("under unobserved_ok", report.guarded_paths[0])
 
     def test_property_build_file(self):
         report = gate(["store/counters/inc.py", "store/BUILD.bazel"])
@@ -300,11 +303,14 @@ class ReviewGuardTest(absltest.TestCase):
             with self.subTest(path=path):
                 report = gate(["store/counters/inc.py", path], catalog=catalog)
                 self.assert_guarded(report, path, f"declaring the test of {COUNTER}")
-        # A BUILD file of another package declares no test of the catalog.
+        # A BUILD file of another package declares no test of the catalog (it is review
+        # only because unobserved_ok never excuses a BUILD file).
         report = gate(
             ["store/counters/inc.py", "lib/BUILD"], catalog=catalog, unobserved_ok=("lib",)
         )
-        self.assertEqual(report.decision, "promote", list(report.reasons))
+        self.assertLen(report.guarded_paths, 1)
+        self.assertNotIn("declaring the test", report.guarded_paths[0])
+        self.assertIn("under unobserved_ok", report.guarded_paths[0])
 
     def test_import_hooks_anywhere(self):
         for path in (
@@ -666,6 +672,27 @@ class VoterTest(absltest.TestCase):
         for path in ("docs/other.md", "docs/golden_v2/cases.json"):
             with self.subTest(path=path):
                 report = gate(["api/handlers/x.py", path], catalog=catalog, unobserved_ok=("docs",))
+                self.assertEqual(report.decision, "promote", list(report.reasons))
+
+    def test_unobserved_ok_never_excuses_a_build_file(self):
+        """An alias or a config_setting there redirects a test's data; no closure lists it."""
+        for path in ("docs/BUILD.bazel", "docs/sub/BUILD", "docs/BUILD"):
+            with self.subTest(path=path):
+                report = gate(["store/counters/inc.py", path], unobserved_ok=("docs",))
+                self.assertEqual(report.decision, "review", list(report.reasons))
+                self.assertLen(report.guarded_paths, 1)
+                self.assertIn(path, report.guarded_paths[0])
+                self.assertIn("BUILD file under unobserved_ok", report.guarded_paths[0])
+                self.assertEmpty(report.unobserved_paths)
+        # Near misses: prose beside it, a name that only looks alike, and a BUILD file a
+        # strong locality covers (product code, which that property votes on).
+        for path, excused in (
+            ("docs/README.md", ("docs",)),
+            ("docs/BUILD.md", ("docs",)),
+            ("store/counters/BUILD", ("store",)),
+        ):
+            with self.subTest(path=path):
+                report = gate(["store/counters/inc.py", path], unobserved_ok=excused)
                 self.assertEqual(report.decision, "promote", list(report.reasons))
 
     def test_a_closure_package_under_a_strong_locality_is_product_code(self):

@@ -415,6 +415,8 @@ def _scan_diff(
         for package in spec.touched_closure_packages
     )
     strong = _strong_prefixes(inputs, catalog)
+    # Errors in these prefixes are reported once, by _unobserved.
+    excused = {prefix for prefix in _prefixes_or_errors(inputs.unobserved_ok, "", []) if prefix}
     import_roots = _by_key(
         (root.removesuffix("/"), spec.id)
         for spec in inputs.catalog
@@ -459,6 +461,11 @@ def _scan_diff(
             whys.append(
                 f"module {shadowed[0]!r} on the import path of the test of "
                 f"{_names(shadowed[1])}: it shadows the module of that name the test imports"
+            )
+        if name in BUILD_FILE_NAMES and _excused_build_file(path, excused, strong):
+            whys.append(
+                "BUILD file under unobserved_ok: an alias or config_setting in it can "
+                "redirect what a test reads, and no closure records its package"
             )
         read_by = _read_by_test(path, directory, closure, strong)
         if read_by:
@@ -576,6 +583,20 @@ def _shadowed_module(
         if module in SHADOWED_MODULES and root in import_roots:
             return module, import_roots[root]
     return None
+
+
+def _excused_build_file(path: str, excused: set[str], strong: set[str]) -> bool:
+    """Whether a BUILD file would be excused by `unobserved_ok` alone.
+
+    A test's closure walk (an aspect) passes through an alias to its target and
+    never sees a `select()`'s config_setting, so their packages are in no
+    closure: retargeting an alias there empties a test's data unseen. A BUILD
+    file is build configuration, never prose: it needs a strong voter.
+    """
+    holders = list(component_prefixes(path))
+    if any(candidate in strong for candidate in holders):
+        return False
+    return any(candidate in excused for candidate in holders)
 
 
 def _read_by_test(
