@@ -4,7 +4,7 @@ load("@rules_python//python:defs.bzl", "PyInfo")
 load("//rules:providers.bzl", "AgentGateInfo", "PropertyInfo")
 load("//rules:settings.bzl", "FlagValueInfo")
 load(":names.bzl", "NAMES_PROBE", "names_params")
-load(":paths.bzl", "decode_paths", "directories_holding", "matched_localities", "module_roots", "normalize_prefix", "prefix_error", "repo_relative", "rlocation")
+load(":paths.bzl", "decode_paths", "directories_holding", "matched_localities", "module_roots", "normalize_prefix", "normalized_paths", "prefix_error", "repo_relative", "rlocation", "roots_at_or_below_a_file")
 
 def _flag(ctx, name):
     return getattr(ctx.attr, name)[FlagValueInfo].value
@@ -145,6 +145,15 @@ def _double_run(ctx, target, info, run_id, runner):
     )
     return result, logs
 
+def _touched_import_roots(roots, shadowing, changed_files):
+    """A test's import roots (the repository's root always) that a changed path may shadow from.
+
+    A changed top-level module of one of them, or a changed archive that is one.
+    """
+    touched = [root for root in [""] + roots if root in shadowing]
+    touched.extend(roots_at_or_below_a_file(roots, changed_files))
+    return sorted({root: None for root in touched})
+
 def _gate_impl(ctx):
     full_pass = ctx.attr._full_pass
     judged_by = _judged_by(ctx)
@@ -174,6 +183,7 @@ def _gate_impl(ctx):
     # Where a changed path would be a top-level module: if one of those is on a test's
     # import path (the repository's root always is), the module may shadow another.
     shadowing = module_roots(changed_paths)
+    changed_files = normalized_paths(changed_paths)
     catalog = []
     fixtures = {}
     for _, info in properties:
@@ -199,7 +209,7 @@ def _gate_impl(ctx):
             "test": _test_target(info.test_label),
             "admission_mutants": info.admission_mutants,
             "touched_closure_packages": [p for p in info.closure_packages.to_list() if p in excusable] if excusable else [],
-            "touched_import_roots": sorted({r: None for r in [""] + info.import_roots.to_list() if r in shadowing}),
+            "touched_import_roots": _touched_import_roots(info.import_roots.to_list(), shadowing, changed_files),
         })
 
     results = {}

@@ -168,6 +168,44 @@ def module_roots(paths):
             roots["/".join(parts[:-2])] = True
     return roots
 
+def normalized_paths(paths):
+    """The changed paths, normalized (`a//b` is `a/b`); the ones that name no file are left out.
+
+    Args:
+      paths: the decoded changed paths.
+
+    Returns:
+      A dict whose keys are those paths.
+    """
+    files = {}
+    for path in paths:
+        parts = _path_components(path)
+        if parts != None:
+            files["/".join(parts)] = True
+    return files
+
+def roots_at_or_below_a_file(roots, files):
+    """The import roots that are a changed file or lie below one.
+
+    Python reads an archive on its import path (`imports = ["vendor.zip"]`, or
+    `vendor.zip/lib`) as a directory: every module in it is top-level there.
+
+    Args:
+      roots: repo-relative import roots (`imports` in a test's closure).
+      files: the changed paths, as `normalized_paths` returns them.
+
+    Returns:
+      The roots, in their order, each once.
+    """
+    found = {}
+    for root in roots:
+        parts = root.split("/") if root else []
+        for end in range(1, len(parts) + 1):
+            if "/".join(parts[:end]) in files:
+                found[root] = True
+                break
+    return found.keys()
+
 def decode_paths(value):
     """Changed paths from the flag: comma-separated, `%2C` and `%25` for `,` and `%` in a name.
 

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -1066,6 +1067,36 @@ _agree_with_the_fixture()
         shadow = [path for path in scored.report.guarded_paths if "module 'unittest'" in path]
         self.assertLen(shadow, 1, scored.report.guarded_paths)
         self.assertIn("lib/fmt/unittest.py", shadow[0])
+        self.assertIn("fmt.roundtrip", shadow[0])
+
+    def test_module_shadowing_the_test_framework_from_an_archive(self):
+        """`imports = ["vendor.zip"]`: Python imports the modules of an archive on its path.
+
+        The archive holds `unittest/__init__.py`, whose `main` exits 0; no touched path
+        is itself a top-level module, so only the archive names what it shadows. A
+        touched file that is an import root, or above one, is review.
+        """
+
+        def edit(root: Path) -> None:
+            break_fmt(root)
+            _replace(
+                root,
+                "lib/fmt/BUILD.bazel",
+                'srcs = glob(["*.py"]),',
+                'srcs = glob(["*.py"]),\n    data = ["vendor.zip"],\n    imports = ["vendor.zip"],',
+            )
+            with zipfile.ZipFile(root / "lib/fmt/vendor.zip", "w") as archive:
+                archive.writestr(
+                    "unittest/__init__.py",
+                    "import os\n\n\nclass TestCase:\n    pass\n\n\n"
+                    "def main(*args, **kwargs):\n    os._exit(0)\n",
+                )
+
+        scored = self.run_case("module_shadowing_from_an_archive", edit)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        shadow = [path for path in scored.report.guarded_paths if "lib/fmt/vendor.zip" in path]
+        self.assertLen(shadow, 1, scored.report.guarded_paths)
+        self.assertIn("import path", shadow[0])
         self.assertIn("fmt.roundtrip", shadow[0])
 
     def test_planted_convenience_directories(self):

@@ -79,12 +79,13 @@ FILE_NAMES = (
     ".bazelversion",
     "bazel",
     "unittest.py",
+    "lib.zip",
 )
 UNOBSERVED_OK = ("docs", "a/b", "t", "e", "c", "b")
 # Packages of a test's closure the gate found holding a changed path ("": the root).
 CLOSURE_PACKAGES = ("docs", "c", "t", "")
 # Directories on a test's import path holding a changed top-level module.
-IMPORT_ROOTS = ("", "docs", "fx", "a")
+IMPORT_ROOTS = ("", "docs", "fx", "a", "fx/lib.zip")
 # What a predicate imports: a top-level module of one of these names shadows it.
 SHADOWED = frozenset(sys.stdlib_module_names) | {"pytest", "absl", "hypothesis"}
 BAD_PREFIXES = ("/abs", "a/../b", "", "a//b", ".", "a\\b")
@@ -446,6 +447,9 @@ def blockers(inputs: GateInputs) -> list[str]:
             and any(_covers(prefix, path) for prefix in inputs.unobserved_ok)
         ):
             found.append(f"BUILD file {path} under unobserved_ok, with no voter")
+        # An archive (`imports = ["x.zip"]`) is an import root, or holds one.
+        if any(root == path or root.startswith(path + "/") for root in import_path):
+            found.append(f"{path} is an archive on a test's import path")
         module_dir, _, module_file = path.rpartition("/")
         if module_file.split(".")[0] in SHADOWED and module_dir in import_path:
             found.append(f"{path} shadows a module a test imports")

@@ -764,6 +764,31 @@ class VoterTest(absltest.TestCase):
                     [g for g in report.guarded_paths if "shadows" in g], report.guarded_paths
                 )
 
+    def test_an_archive_on_a_tests_import_path_is_review(self):
+        """`imports = ["vendor.zip"]`: Python imports every module in the archive as top-level."""
+        catalog = tuple(
+            replace(
+                spec,
+                touched_import_roots=("store/counters/vendor.zip", "store/counters/lib.zip/inner"),
+            )
+            if spec.id == COUNTER
+            else spec
+            for spec in CATALOG
+        )
+        for path in ("store/counters/vendor.zip", "store/counters/lib.zip"):
+            with self.subTest(path=path):
+                report = gate(["store/counters/inc.py", path], catalog=catalog)
+                self.assertEqual(report.decision, "review", list(report.reasons))
+                self.assertLen(report.guarded_paths, 1, report.guarded_paths)
+                self.assertIn(path, report.guarded_paths[0])
+                self.assertIn("archive or directory on the import path", report.guarded_paths[0])
+                self.assertIn(COUNTER, report.guarded_paths[0])
+        # Near misses: a name that only starts alike, a file inside no root.
+        for path in ("store/counters/vendor.zip.txt", "store/counters/lib.zi"):
+            with self.subTest(path=path):
+                report = gate(["store/counters/inc.py", path], catalog=catalog)
+                self.assertEqual(report.decision, "promote", list(report.reasons))
+
     def test_an_unsandboxed_closure_of_a_matched_property_is_review(self):
         opted = {
             COUNTER: ("//store:gen (local = True)",),

@@ -456,6 +456,12 @@ def _scan_diff(
                 f"beside the predicate of {_names(owners)} (its helpers, data or "
                 "BUILD file), observed by no property"
             )
+        archive_of = _archive_on_import_path(path, import_roots)
+        if archive_of:
+            whys.append(
+                f"an archive or directory on the import path of the test of {_names(archive_of)}"
+                " (Python imports from it): a module in it can shadow any the test imports"
+            )
         shadowed = _shadowed_module(path, import_roots)
         if shadowed:
             whys.append(
@@ -564,6 +570,19 @@ def _beside_predicate(
     if not found or any(candidate in observed for candidate in component_prefixes(path)):
         return []
     return list(dict.fromkeys(found))
+
+
+def _archive_on_import_path(path: str, import_roots: Mapping[str, list[str]]) -> list[str]:
+    """Owners of the import roots that are the path itself or lie below it.
+
+    `imports = ["vendor.zip"]` puts an archive on the import path: Python reads
+    every module in it as top-level, whatever the touched path is named.
+    """
+    owners: list[str] = []
+    for root, ids in import_roots.items():
+        if root == path or root.startswith(path + "/"):
+            owners.extend(ids)
+    return list(dict.fromkeys(owners))
 
 
 def _shadowed_module(
