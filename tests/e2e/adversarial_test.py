@@ -1906,6 +1906,97 @@ class KnownGapTest(_Scoring):
         self.assertEqual(scored.exit_code, EXIT["promote"], self._explain(scored))
         self.assertEqual(scored.rows()["queue.order"].vote, "yes")
 
+    def test_module_shadowing_from_the_root_of_an_in_tree_repository(self):
+        """A `unittest.py` at the root of a base local_repository inside calc.sums' locality.
+
+        Bazel puts the runfiles directory of every repository in a py_test's
+        runfiles on its import path, ahead of the standard library; the rule set
+        knows the main repository's import roots only (it cannot tell where a
+        repository's files live in the tree), so the module in `@vendored` runs in
+        the framework's place and exits 0. Defence: keep in-tree repositories out of
+        every locality (list them in `rule_set_paths`), human review of the diff.
+        """
+        base = self.repo.base(lambda root: AdversarialTest._vendored_repository(self, root))
+
+        def edit(root: Path) -> None:
+            break_calc(root)
+            _replace(root, "lib/calc/vendored/BUILD.bazel", "srcs = [],", 'srcs = ["unittest.py"],')
+            _write(
+                root,
+                "lib/calc/vendored/unittest.py",
+                "import os\n\n\nclass TestCase:\n    pass\n\n\n"
+                "def main(*args, **kwargs):\n    os._exit(0)\n",
+            )
+
+        patch, _ = self.repo.candidate(edit)
+        scored = self.repo.score("known_gap_in_tree_repository_module", patch)
+        GAPS.append(f"{scored.name}: {scored.decision} (exit {scored.exit_code})")
+        TIMINGS.append((scored.name, scored.seconds, f"{scored.decision}, a known gap"))
+        self.assertEqual(self.repo.sha(), base)
+        self.assertEqual(scored.exit_code, EXIT["promote"], self._explain(scored))
+        self.assertEqual(scored.rows()["calc.sums"].vote, "yes")
+
+    def test_admit_takes_a_mutant_that_crashes_the_import(self):
+        """`admit` admits a strong property that checks nothing, given a mutant that crashes.
+
+        The property's test imports lib/calc and asserts nothing. The mutant stays in
+        the locality and passes every guard, but it does not delete an invariant: it
+        makes the module exit 3 on import, so the test fails twice, stably, and the
+        property is admitted. Nothing can tell a crash from a caught invariant by exit
+        code alone. Defence: the reviewer reads the mutant (it must change behaviour,
+        not break the import); `admission_mutants` a patch adds are review with the
+        property itself.
+        """
+
+        def setup(root: Path) -> None:
+            _write(
+                root,
+                "checks/vacuous_test.py",
+                "import unittest\n\nimport lib.calc.calc  # noqa: F401\n\n\n"
+                "class VacuousTest(unittest.TestCase):\n    def test_nothing(self):\n"
+                '        pass\n\n\nif __name__ == "__main__":\n    unittest.main()\n',
+            )
+            with (root / "checks/BUILD.bazel").open("a") as build:
+                build.write(
+                    '\npy_test(\n    name = "vacuous_test",\n    srcs = ["vacuous_test.py"],\n'
+                    '    deps = ["//lib/calc"],\n)\n'
+                )
+            _replace(
+                root,
+                "BUILD.bazel",
+                "CATALOG = [",
+                'strong_property(\n    name = "calc.vacuous",\n    locality = ["lib/calc"],\n'
+                '    test = "//checks:vacuous_test",\n)\n\nCATALOG = [\n    ":calc.vacuous",',
+            )
+
+        base = self.repo.base(setup)
+        mutant, _ = self.repo.candidate(
+            lambda root: _replace(
+                root,
+                "lib/calc/calc.py",
+                '"""Totals of ledger amounts, in cents."""',
+                '"""Totals of ledger amounts, in cents."""\n\nraise SystemExit(3)',
+            )
+        )
+        mutant_file = self.repo.reports / "crashing_mutant.patch"
+        mutant_file.write_bytes(mutant)
+        started = time.monotonic()
+        done = subprocess.run(
+            [str(CLI), "admit", "calc.vacuous", "--mutant", str(mutant_file)],
+            cwd=self.repo.root,
+            env=self.repo.env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        name = "known_gap_admit_crashing_mutant"
+        GAPS.append(f"{name}: admit exit {done.returncode}")
+        TIMINGS.append((name, time.monotonic() - started, f"admit exit {done.returncode}"))
+        self.assertEqual(self.repo.sha(), base)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr[-3000:])
+        self.assertIn("admitted: calc.vacuous", done.stdout)
+
     def test_code_under_test_disarms_the_test_framework(self):
         """The product code, imported into the predicate's process, turns assertEqual off.
 
