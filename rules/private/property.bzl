@@ -59,7 +59,13 @@ def _dependencies(rule_attr):
     found = []
     for name in dir(rule_attr):
         value = getattr(rule_attr, name)
-        values = value if type(value) == "list" else [value]
+        if type(value) == "dict":
+            # A label_keyed_string_dict (rules_pkg's `files`) or a string_keyed_label_dict.
+            values = list(value.keys()) + list(value.values())
+        elif type(value) == "list":
+            values = value
+        else:
+            values = [value]
         for item in values:
             if type(item) == "Target" and TestClosureInfo in item:
                 found.append(item[TestClosureInfo])

@@ -1212,6 +1212,70 @@ _agree_with_the_fixture()
         self.assertEqual(run.report.rows[0].classification, "not_run")
         self.assertFalse(marker.exists(), "the gate ran the unsandboxed genrule")
 
+    def test_plain_bazel_test_refuses_an_unsandboxed_target_behind_a_label_dict(self):
+        """A `local = 1` genrule reached through a base rule's `label_keyed_string_dict`.
+
+        The base has a packaging rule (as rules_pkg's `pkg_tar(files = {...})`) whose
+        dictionary of labels the closure walk must read like any list of labels;
+        the patch wires its genrule in through it. Without the CLI's flags the
+        genrule would run on the host.
+        """
+
+        def setup(root: Path) -> None:
+            _write(
+                root,
+                "build_defs/bundle.bzl",
+                '"""A rule that bundles files under new names."""\n\n'
+                "def _bundle_impl(ctx):\n"
+                "    files = [f for target in ctx.attr.files for f in target.files.to_list()]\n"
+                "    return [DefaultInfo(runfiles = ctx.runfiles(files = files))]\n\n"
+                "bundle = rule(\n    implementation = _bundle_impl,\n"
+                '    attrs = {"files": attr.label_keyed_string_dict(allow_files = True)},\n)\n',
+            )
+
+        self.repo.base(setup)
+        root = self.repo.root
+        marker = Path(f"/var/tmp/agent_gate_poison_dict_{os.getpid()}")
+        marker.unlink(missing_ok=True)
+        self.addCleanup(marker.unlink, missing_ok=True)
+        rule = (
+            '\ngenrule(\n    name = "pwn",\n    outs = ["pwn.txt"],\n'
+            f'    cmd = "touch {marker}; echo ran > $@",\n    local = 1,\n)\n'
+            '\nbundle(\n    name = "bundle",\n    files = {":pwn": "share/pwn.txt"},\n)\n'
+        )
+        build = root / "lib/calc/BUILD.bazel"
+        original = build.read_text()
+        build.write_text(
+            'load("//build_defs:bundle.bzl", "bundle")\n'
+            + original.replace(
+                '    srcs = glob(["*.py"]),\n',
+                '    srcs = glob(["*.py"]),\n    data = [":bundle"],\n',
+            )
+            + rule
+        )
+        self.addCleanup(self.repo.base)
+        output_base = self.repo.top / "plain_output_base"
+        self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
+        run = gate_target.run_gate(
+            root,
+            changed_paths=["lib/calc/BUILD.bazel"],
+            run_id=gate_target.new_run_id("plain"),
+            output_base=output_base,
+            work_dir=self.repo.top / "plain_run",
+        )
+        self.assertIsNotNone(run.report, run.problem)
+        TALLY["plain_bazel_test_label_dict"] = run.report.decision != "promote"
+        self.assertFalse(marker.exists(), "plain bazel test ran the genrule on the host")
+        self.assertEqual(run.report.decision, "review")
+        self.assertNotEqual(run.exit_code, 0)
+        self.assertTrue(
+            any(
+                t.startswith("//lib/calc:pwn (local = True)")
+                for t in _main_repo_labels(run.report.unsandboxed_targets)
+            ),
+            run.report.unsandboxed_targets,
+        )
+
     def test_a_poisoned_output_base_is_regenerated_before_the_next_score(self):
         """A file of @agent_gate_python rewritten between scores is not trusted by the next."""
         self.repo.base()
