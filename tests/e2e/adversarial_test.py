@@ -352,6 +352,22 @@ raw_gen = rule(
 """
 
 
+# A packaging rule of the base, as rules_pkg's `pkg_tar(files = {...})`: a dictionary
+# of labels, which the closure walk must read like a list.
+BUNDLE_RULE = """\
+\"\"\"A rule that bundles files under new names.\"\"\"
+
+def _bundle_impl(ctx):
+    files = [f for target in ctx.attr.files for f in target.files.to_list()]
+    return [DefaultInfo(runfiles = ctx.runfiles(files = files))]
+
+bundle = rule(
+    implementation = _bundle_impl,
+    attrs = {"files": attr.label_keyed_string_dict(allow_files = True)},
+)
+"""
+
+
 def _raw_gen_rule(root: Path) -> None:
     (root / "build_defs" / "raw_gen.bzl").write_text(RAW_GEN_RULE)
 
@@ -1040,6 +1056,38 @@ _agree_with_the_fixture()
         self.assertIn("BUILD file under unobserved_ok", scored.report.guarded_paths[0])
         self.assertEmpty(scored.report.unobserved_paths)
 
+    def test_unobserved_ok_data_reached_through_a_label_dict(self):
+        """fmt.roundtrip's records reach the test as the key of a base rule's dictionary of labels.
+
+        A source file named only as a `label_keyed_string_dict` key (rules_pkg's
+        `files`) is no rule the walk visits and no list of files it reads: its
+        package must still count as one the test reads, so dropping the record the
+        broken `load` fails on is review.
+        """
+
+        def setup(root: Path) -> None:
+            _write(root, "build_defs/bundle.bzl", BUNDLE_RULE)
+            build = root / "checks/BUILD.bazel"
+            build.write_text(
+                'load("//build_defs:bundle.bzl", "bundle")\n'
+                + build.read_text()
+                + '\nbundle(\n    name = "records",\n'
+                '    files = {"//docs/roundtrip:cases/records.txt": "records.txt"},\n)\n'
+            )
+            _replace(root, "checks/BUILD.bazel", '"//docs/roundtrip:cases"', '":records"')
+            with (root / "docs/roundtrip/BUILD.bazel").open("a") as build:
+                build.write('\nexports_files(["cases/records.txt"])\n')
+
+        def edit(root: Path) -> None:
+            break_fmt(root)
+            _replace(root, "docs/roundtrip/cases/records.txt", "b=x=y;a=2\n", "")
+
+        scored = self.run_case("unobserved_ok_label_dict_data", edit, setup=setup)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        self.assertLen(scored.report.guarded_paths, 1, scored.report.guarded_paths)
+        self.assertIn("package 'docs/roundtrip'", scored.report.guarded_paths[0])
+        self.assertIn("fmt.roundtrip", scored.report.guarded_paths[0])
+
     def test_module_shadowing_the_test_framework(self):
         """lib/fmt goes on the import path (`imports = ["."]`) with a `unittest.py` that exits 0.
 
@@ -1222,16 +1270,7 @@ _agree_with_the_fixture()
         """
 
         def setup(root: Path) -> None:
-            _write(
-                root,
-                "build_defs/bundle.bzl",
-                '"""A rule that bundles files under new names."""\n\n'
-                "def _bundle_impl(ctx):\n"
-                "    files = [f for target in ctx.attr.files for f in target.files.to_list()]\n"
-                "    return [DefaultInfo(runfiles = ctx.runfiles(files = files))]\n\n"
-                "bundle = rule(\n    implementation = _bundle_impl,\n"
-                '    attrs = {"files": attr.label_keyed_string_dict(allow_files = True)},\n)\n',
-            )
+            _write(root, "build_defs/bundle.bzl", BUNDLE_RULE)
 
         self.repo.base(setup)
         root = self.repo.root
