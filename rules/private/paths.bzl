@@ -150,7 +150,9 @@ def directories_holding(paths, prefixes):
 def module_roots(paths):
     """The directories a changed path would be a top-level Python module of.
 
-    `d/x.py` is module `x` of the directory `d`; `d/x/__init__.py` is package `x` of it.
+    `d/x.py` is module `x` of the directory `d`; `d/x/__init__.py` is package `x` of it,
+    and `d/x/y/z.py` may be namespace package `x` of it (the evaluator decides by name),
+    so every directory above a changed path is one.
 
     Args:
       paths: the decoded changed paths.
@@ -163,9 +165,8 @@ def module_roots(paths):
         parts = _path_components(path)
         if parts == None:
             continue
-        roots["/".join(parts[:-1])] = True
-        if len(parts) >= 2 and parts[-1].startswith("__init__."):
-            roots["/".join(parts[:-2])] = True
+        for end in range(len(parts)):
+            roots["/".join(parts[:end])] = True
     return roots
 
 def normalized_paths(paths):

@@ -283,13 +283,13 @@ def _touched_closure_packages_test_impl(ctx):
         env,
         ctx.attr.expected_import_roots,
         [row["touched_import_roots"] for row in config["catalog"]][0],
-        "the import roots holding a changed path as a top-level module",
+        "the import roots at or above a changed path",
     )
     return analysistest.end(env)
 
 # One path in the trees package (which the test reads a file of), under
-# unobserved_ok; one path in testdata, not under it. trees/new/page.md is a
-# top-level module of nothing; notes.md is one of testdata, an import root.
+# unobserved_ok; one path in testdata, not under it. Both lie below import roots
+# (the root, testdata, trees): a directory there may be a namespace package.
 _CLOSURE_PATHS = "tests/analysis/testdata/trees/new/page.md,tests/analysis/testdata/notes.md"
 
 gate_touched_closure_packages_test = analysistest.make(
@@ -423,14 +423,16 @@ def gate_test_suite(name):
         target_under_test = ":gate_unobserved_closure_subject",
         # Both packages hold trees/new/page.md; notes.md is not under unobserved_ok.
         expected = ["tests/analysis/testdata", "tests/analysis/testdata/trees"],
-        expected_import_roots = ["tests/analysis/testdata"],
+        # Every import root above a changed path: a namespace package may be named
+        # by any directory below it (the evaluator decides by name).
+        expected_import_roots = ["", "tests/analysis/testdata", "tests/analysis/testdata/trees"],
     )
     gate_touched_closure_packages_test(
         name = "gate_touched_closure_packages_without_unobserved_ok_test",
         target_under_test = ":gate_unsandboxed_subject",
         expected = [],
         # Import roots do not depend on unobserved_ok.
-        expected_import_roots = ["tests/analysis/testdata"],
+        expected_import_roots = ["", "tests/analysis/testdata", "tests/analysis/testdata/trees"],
     )
     gate_runs_only_the_named_property_test(
         name = "gate_runs_only_the_named_property_test",

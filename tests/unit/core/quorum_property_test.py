@@ -62,7 +62,7 @@ WRITER_EXAMPLES = 1_500
 DIRS = ("a", "a/b", "b", "c", "c/d", "e")
 FIXTURE_ROOTS = ("fx/one", "fx/two", "a/fx")
 PACKAGES = ("", "a", "t", "pk")
-OTHER_DIRS = ("t", "pk", "gate", "rules", "tools", "docs", "seals", "fx")
+OTHER_DIRS = ("t", "pk", "gate", "rules", "tools", "docs", "seals", "fx", "google/protobuf")
 FILE_NAMES = (
     "x.py",
     "BUILD",
@@ -453,6 +453,13 @@ def blockers(inputs: GateInputs) -> list[str]:
         module_dir, _, module_file = path.rpartition("/")
         if module_file.split(".")[0] in SHADOWED and module_dir in import_path:
             found.append(f"{path} shadows a module a test imports")
+        # A directory named like protobuf's namespace package joins it, at any depth.
+        components = path.split("/")
+        if any(
+            components[end] == "google" and "/".join(components[:end]) in import_path
+            for end in range(len(components) - 1)
+        ):
+            found.append(f"{path} joins the namespace package google")
         if path.rpartition("/")[2] in ("conftest.py",) or path.endswith(".pth"):
             found.append(f"import hook {path}")
         if any(_is_valid_prefix(guard) and _covers(guard, path) for guard in guards):

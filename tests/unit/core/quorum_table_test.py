@@ -742,6 +742,10 @@ class VoterTest(absltest.TestCase):
             ("store/counters/pytest.py", "pytest"),
             ("json.py", "json"),  # the repository's root is always on the path
             ("store/tests/unittest.py", "unittest"),  # beside the predicate: first on it
+            ("google/__init__.py", "google"),
+            # A namespace package: no __init__.py, merged ahead of the installed protobuf.
+            ("store/counters/google/protobuf/message.py", "google"),
+            ("google/protobuf/__init__.py", "google"),
         ):
             with self.subTest(path=path):
                 report = gate(["store/counters/inc.py", path], catalog=catalog)

@@ -54,8 +54,15 @@ TEST_RUNNER_CONFIG_NAMES = (".pytest.ini", "pyproject.toml", "setup.cfg", "tox.i
 # test frameworks. One of these names as a top-level module on a test's import path
 # (`unittest.py` beside `imports = ["."]`) replaces the real one inside the judge.
 FRAMEWORK_MODULES = frozenset(
-    ("_pytest", "pytest", "absl", "hypothesis", "pluggy", "mock", "nose", "runfiles", "python")
+    (
+        *("_pytest", "pytest", "absl", "hypothesis", "pluggy", "mock", "nose", "runfiles"),
+        # `python` is rules_python's runfiles package; `google` holds protobuf.
+        *("python", "google"),
+    )
 )
+# Top-level packages installed as namespace packages (no `__init__.py`): a directory
+# of that name at any depth below an import root joins them.
+NAMESPACE_PACKAGES = frozenset(("google",))
 SHADOWED_MODULES = frozenset(getattr(sys, "stdlib_module_names", ())) | FRAMEWORK_MODULES
 MAX_REPORTED_PATHS = 1000
 # What a full strong pass reports as the matching path of every strong row.
@@ -591,13 +598,21 @@ def _shadowed_module(
     """The standard or framework module a path would replace on a test's import path.
 
     `R/x.py` is top-level module `x` of import root `R`, and so is `R/x/__init__.py`;
-    when `x` is a module the predicate imports, product code runs in its place.
+    when `x` is a module the predicate imports, product code runs in its place. A
+    namespace package needs no `__init__.py` at all: `R/google/protobuf/x.py` is
+    merged into `google`, ahead of the installed protobuf.
     """
     directory, _, name = path.rpartition("/")
     candidates = [(directory, name.split(".", 1)[0])]
     if name.startswith("__init__.") and directory:
         parent, _, package = directory.rpartition("/")
         candidates.append((parent, package))
+    parts = path.split("/")
+    candidates.extend(
+        ("/".join(parts[:end]), parts[end])
+        for end in range(len(parts) - 1)
+        if parts[end] in NAMESPACE_PACKAGES
+    )
     for root, module in candidates:
         if module in SHADOWED_MODULES and root in import_roots:
             return module, import_roots[root]
