@@ -84,8 +84,14 @@ def git(
     return done.stdout
 
 
-def _make_writable_and_retry(function: Callable[..., Any], path: str, _: Any) -> None:
-    """rmtree error hook: Bazel leaves read-only directories in its output base."""
+def _make_writable_and_retry(function: Callable[..., Any], path: str, error: Any) -> None:
+    """rmtree error hook: Bazel leaves read-only directories in its output base.
+
+    An entry that vanished while the tree was read (a Bazel server deletes its
+    temporary trees in the background as it exits) needs no removal.
+    """
+    if isinstance(error[1], FileNotFoundError):
+        return
     parent = os.path.dirname(path)
     os.chmod(parent, os.stat(parent).st_mode | stat.S_IRWXU)
     if os.path.isdir(path) and not os.path.islink(path):
