@@ -34,6 +34,7 @@ PropertyInfo = provider(
         "unsandboxed": "depset of `<label> (<why>)`: targets in the wrapped test's closure that would run unsandboxed.",
         "closure_packages": "depset of repo-relative packages of the wrapped test's closure in the main repository (its targets and their source files).",
         "import_roots": "depset of repo-relative directories that `imports` attributes in the wrapped test's closure put on Python's import path.",
+        "generated_modules": "depset of repo-relative paths of the generated Python modules the wrapped test's closure takes.",
     },
 )
 

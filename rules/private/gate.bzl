@@ -87,6 +87,24 @@ def _entry_point(ctx, binary, main, runfiles_dir):
     roots = roots + [main_path.split("/", 1)[0]]
     return runfiles_dir + "/" + main_path, ":".join([runfiles_dir + "/" + root for root in roots])
 
+def _top_level_modules(info):
+    """The generated modules that are top-level modules of the test's import path.
+
+    Its roots: the repository's, the directories `imports` names, the test's own
+    sources' directories. `R/x.py` is module `x` of root `R`; `R/x/__init__.py` too.
+    """
+    roots = {"": True}
+    for root in info.import_roots.to_list():
+        roots[root] = True
+    for src in info.predicate_srcs:
+        roots[src.rpartition("/")[0]] = True
+    found = []
+    for path in info.generated_modules.to_list():
+        directory, _, name = path.rpartition("/")
+        if directory in roots or (name.startswith("__init__.") and directory.rpartition("/")[0] in roots):
+            found.append(path)
+    return found
+
 def _test_target(label):
     """The label as Bazel spells TEST_TARGET: `//pkg:name` in the main repository, also under bzlmod."""
     if not label.workspace_name:
@@ -185,6 +203,7 @@ def _gate_impl(ctx):
     shadowing = module_roots(changed_paths)
     changed_files = normalized_paths(changed_paths)
     catalog = []
+    entries = {}  # property id -> its catalog entry
     fixtures = {}
     for _, info in properties:
         for tree in info.fixtures:
@@ -197,7 +216,7 @@ def _gate_impl(ctx):
                     "label": str(tree.label),
                 }
                 runfiles_files.extend([tree.expected_seal, tree.actual_seal])
-        catalog.append({
+        entries[info.id] = {
             "id": info.id,
             "strength": info.strength,
             "locality": info.locality,
@@ -210,7 +229,8 @@ def _gate_impl(ctx):
             "admission_mutants": info.admission_mutants,
             "touched_closure_packages": [p for p in info.closure_packages.to_list() if p in excusable] if excusable else [],
             "touched_import_roots": _touched_import_roots(info.import_roots.to_list(), shadowing, changed_files),
-        })
+        }
+        catalog.append(entries[info.id])
 
     results = {}
     unsandboxed = {}
@@ -225,6 +245,9 @@ def _gate_impl(ctx):
         if opted_out:
             unsandboxed[info.id] = {"targets": opted_out}
             continue
+        shadows = _top_level_modules(info)
+        if shadows:
+            entries[info.id]["generated_modules"] = shadows
         result, logs = _double_run(ctx, target, info, run_id, runner)
         results[info.id] = {"result": rlocation(ctx, result), "logs": [rlocation(ctx, log) for log in logs]}
         runfiles_files.append(result)

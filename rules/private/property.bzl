@@ -25,6 +25,9 @@ TestClosureInfo = provider(
                     "files they take: a patch to a file at or below one can change what the test reads.",
         "import_roots": "depset of the repo-relative directories its targets' `imports` put " +
                         "on Python's import path: a module there can shadow one the test imports.",
+        "generated_modules": "depset of the repo-relative paths of generated Python modules " +
+                             "(`.py`, `.pyc`, `.so`) its targets take: one at an import root can " +
+                             "shadow what the test imports with no touched path named like it.",
     },
 )
 
@@ -71,17 +74,30 @@ def _dependencies(rule_attr):
                 found.append(item[TestClosureInfo])
     return found
 
-def _source_packages(rule_files):
-    """Packages of the main repository's source files a rule takes directly."""
+def _direct_files(rule_files):
+    """What of the main repository's files a rule takes directly matters to the gate.
+
+    Returns:
+      (the packages of its source files, its generated Python modules' paths).
+    """
     packages = {}
+    modules = []
     for name in dir(rule_files):
         files = getattr(rule_files, name)
         if type(files) != "list":
             continue  # to_json, to_proto
         for file in files:
-            if file.is_source and not file.owner.workspace_root:
+            if file.owner.workspace_root:
+                continue
+            if file.is_source:
                 packages[file.owner.package] = True
-    return packages.keys()
+            elif file.basename.endswith(_MODULE_SUFFIXES):
+                modules.append(file.short_path)
+    return packages.keys(), modules
+
+# What Python imports as a module; a build that generates one at an import root
+# (a genrule whose output is `unittest.py`) shadows what a test imports.
+_MODULE_SUFFIXES = (".py", ".pyc", ".so")
 
 def _import_roots(package, imports):
     """The repo-relative directories a target's `imports` name (relative to its package)."""
@@ -115,6 +131,7 @@ def _test_closure_aspect_impl(target, ctx):
     own = []
     packages = []
     import_roots = []
+    modules = []
     if not _bazels_own_repository(target.label):
         why = _opt_outs(ctx.rule.attr)
         if why:
@@ -122,13 +139,15 @@ def _test_closure_aspect_impl(target, ctx):
 
     # Packages and import roots: the main repository's, which a patch names by path.
     if not target.label.workspace_root:
-        packages = [target.label.package] + _source_packages(ctx.rule.files)
+        sources, modules = _direct_files(ctx.rule.files)
+        packages = [target.label.package] + sources
         import_roots = _import_roots(target.label.package, getattr(ctx.rule.attr, "imports", None) or [])
     below = _dependencies(ctx.rule.attr)
     return [TestClosureInfo(
         unsandboxed = depset(own, transitive = [info.unsandboxed for info in below]),
         packages = depset(packages, transitive = [info.packages for info in below]),
         import_roots = depset(import_roots, transitive = [info.import_roots for info in below]),
+        generated_modules = depset(modules, transitive = [info.generated_modules for info in below]),
     )]
 
 test_closure_aspect = aspect(
@@ -290,6 +309,7 @@ def _property_impl(ctx, strength, admission_mutants = []):
             unsandboxed = ctx.attr.test[TestClosureInfo].unsandboxed,
             closure_packages = ctx.attr.test[TestClosureInfo].packages,
             import_roots = ctx.attr.test[TestClosureInfo].import_roots,
+            generated_modules = ctx.attr.test[TestClosureInfo].generated_modules,
         ),
         # `bazel test` on the property itself sets the wrapped test's `env` too.
         testing.TestEnvironment(predicate.env),

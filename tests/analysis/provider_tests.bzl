@@ -98,6 +98,12 @@ def _unsandboxed_closure_test_impl(ctx):
         sorted(info.import_roots.to_list()),
         "import_roots: a py_library's `imports`, relative to its package",
     )
+    asserts.equals(
+        env,
+        ["tests/analysis/testdata/generated_mod.py"],
+        info.generated_modules.to_list(),
+        "generated_modules: the genrule's output a py_library takes",
+    )
     return analysistest.end(env)
 
 unsandboxed_closure_test = analysistest.make(_unsandboxed_closure_test_impl)

@@ -1167,6 +1167,38 @@ _agree_with_the_fixture()
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
         self.assertIn("bazel-bin/agent_gate.gate.json", scored.report.rule)
 
+    def test_generated_module_shadowing_the_test_framework(self):
+        """A genrule in a locality writes `unittest.py`; `imports = ["."]` puts it on the path.
+
+        No touched path is a module (the patch names it only as a genrule's `outs`):
+        the closure walk lists the generated modules at the test's import roots, and
+        one named like a module the test imports is review.
+        """
+        module = (
+            "import os\\n\\n\\nclass TestCase:\\n    pass\\n\\n\\n"
+            "def main(*args, **kwargs):\\n    os._exit(0)\\n"
+        )
+
+        def edit(root: Path) -> None:
+            break_fmt(root)
+            _replace(
+                root,
+                "lib/fmt/BUILD.bazel",
+                'srcs = glob(["*.py"]),',
+                'srcs = glob(["*.py"]) + [":framework"],\n    imports = ["."],',
+            )
+            with (root / "lib/fmt/BUILD.bazel").open("a") as build:
+                build.write(
+                    '\ngenrule(\n    name = "framework",\n    outs = ["unittest.py"],\n'
+                    f"    cmd = \"printf '{module}' > $@\",\n)\n"
+                )
+
+        scored = self.run_case("generated_module_shadowing_the_test_framework", edit)
+        self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
+        shadow = [path for path in scored.report.guarded_paths if "lib/fmt/unittest.py" in path]
+        self.assertLen(shadow, 1, scored.report.guarded_paths)
+        self.assertIn("'unittest'", shadow[0])
+
     def test_unmatched_predicate_gutted_beside_a_harmless_change(self):
         """Gut queue.order's test while touching only calc: the next patch could break the queue."""
 
@@ -2099,43 +2131,6 @@ class KnownGapTest(_Scoring):
         self.assertEqual(self.repo.sha(), base)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr[-3000:])
         self.assertIn("admitted: calc.vacuous", done.stdout)
-
-    def test_generated_module_shadowing_the_test_framework(self):
-        """A genrule in a locality writes `unittest.py`; `imports = ["."]` puts it on the path.
-
-        The shadowing guard reads touched paths; the module is an output of the
-        build, named in the patch only as a genrule's `outs`, so no touched path is
-        a top-level module. It runs in the framework's place and exits 0. Defence
-        (not built): the closure walk would list the generated files at its import
-        roots for the gate to check by name, as it does for touched ones.
-        """
-        base = self.repo.base()
-        module = (
-            "import os\\n\\n\\nclass TestCase:\\n    pass\\n\\n\\n"
-            "def main(*args, **kwargs):\\n    os._exit(0)\\n"
-        )
-
-        def edit(root: Path) -> None:
-            break_fmt(root)
-            _replace(
-                root,
-                "lib/fmt/BUILD.bazel",
-                'srcs = glob(["*.py"]),',
-                'srcs = glob(["*.py"]) + [":framework"],\n    imports = ["."],',
-            )
-            with (root / "lib/fmt/BUILD.bazel").open("a") as build:
-                build.write(
-                    '\ngenrule(\n    name = "framework",\n    outs = ["unittest.py"],\n'
-                    f"    cmd = \"printf '{module}' > $@\",\n)\n"
-                )
-
-        patch, _ = self.repo.candidate(edit)
-        scored = self.repo.score("known_gap_generated_module", patch)
-        GAPS.append(f"{scored.name}: {scored.decision} (exit {scored.exit_code})")
-        TIMINGS.append((scored.name, scored.seconds, f"{scored.decision}, a known gap"))
-        self.assertEqual(self.repo.sha(), base)
-        self.assertEqual(scored.exit_code, EXIT["promote"], self._explain(scored))
-        self.assertEqual(scored.rows()["fmt.roundtrip"].vote, "yes")
 
     def test_code_under_test_disarms_the_test_framework(self):
         """The product code, imported into the predicate's process, turns assertEqual off.

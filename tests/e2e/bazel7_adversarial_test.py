@@ -59,6 +59,7 @@ LANE_TESTS = {
         "test_unobserved_ok_data_the_test_reads",
         "test_unobserved_ok_data_reached_through_an_alias",
         "test_module_shadowing_the_test_framework",
+        "test_generated_module_shadowing_the_test_framework",
         "test_module_shadowing_the_test_framework_from_an_archive",
         # patched files written through Bazel's convenience symlinks
         "test_new_files_through_bazels_convenience_symlinks",

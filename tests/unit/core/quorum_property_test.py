@@ -86,6 +86,8 @@ UNOBSERVED_OK = ("docs", "a/b", "t", "e", "c", "b")
 CLOSURE_PACKAGES = ("docs", "c", "t", "")
 # Directories on a test's import path holding a changed top-level module.
 IMPORT_ROOTS = ("", "docs", "fx", "a", "fx/lib.zip")
+# Generated modules at the top of a test's import path, as the gate lists them.
+GENERATED = ("a/unittest.py", "a/os/__init__.py", "a/fine.py")
 # What a predicate imports: a top-level module of one of these names shadows it.
 SHADOWED = frozenset(sys.stdlib_module_names) | {"pytest", "absl", "hypothesis"}
 BAD_PREFIXES = ("/abs", "a/../b", "", "a//b", ".", "a\\b")
@@ -184,6 +186,7 @@ def _spec(g: Genome, index: int) -> PropertySpec:
         test_packages=g.subset((*PACKAGES, "t/u"), 2),
         touched_closure_packages=g.subset(CLOSURE_PACKAGES, 2) if g.rare(3) else (),
         touched_import_roots=g.subset(IMPORT_ROOTS, 2) if g.rare(4) else (),
+        generated_modules=g.subset(GENERATED, 1) if g.rare(10) else (),
     )
 
 
@@ -395,6 +398,9 @@ def blockers(inputs: GateInputs) -> list[str]:
             continue
         if spec.id in inputs.unsandboxed:
             found.append(f"{spec.id}: its test's closure would run unsandboxed")
+        for module in spec.generated_modules:
+            if module.removesuffix("/__init__.py").rpartition("/")[2].split(".")[0] in SHADOWED:
+                found.append(f"{spec.id}: its build generates {module}, shadowing an import")
         for root in spec.fixture_roots:
             if not any(_covers(seal.root, root) for seal in inputs.fixtures):
                 found.append(f"{spec.id}: reads the unsealed tree {root}")

@@ -711,6 +711,22 @@ class VoterTest(absltest.TestCase):
         self.assertEqual(report.decision, "review")
         self.assertIn("package '' of the closure", report.guarded_paths[0])
 
+    def test_a_generated_module_shadowing_what_a_matched_test_imports_is_review(self):
+        """A genrule's `unittest.py` at an import root: no touched path is named like it."""
+        generated = ("store/counters/unittest.py", "store/counters/os/__init__.py", "gen/ok.py")
+        catalog = tuple(
+            replace(spec, generated_modules=generated) if spec.id == COUNTER else spec
+            for spec in CATALOG
+        )
+        report = gate(["store/counters/inc.py"], catalog=catalog)
+        self.assertEqual(report.decision, "review", list(report.reasons))
+        self.assertLen(report.guarded_paths, 2, report.guarded_paths)
+        self.assertIn("'unittest'", report.guarded_paths[0])
+        self.assertIn("'os'", report.guarded_paths[1])
+        # Only a matched property's build runs: an unmatched one's modules do not count.
+        report = gate(["api/handlers/x.py"], catalog=catalog)
+        self.assertEqual(report.decision, "promote", list(report.reasons))
+
     def test_test_runner_configuration_is_review_anywhere(self):
         """pytest reads its options from these, in a locality too: `-k` deselects checks."""
         for path in (

@@ -51,6 +51,7 @@ def property_spec(row: agent_gate_pb2.Property) -> quorum.PropertySpec:
         test=row.test,
         touched_closure_packages=tuple(row.touched_closure_packages),
         touched_import_roots=tuple(row.touched_import_roots),
+        generated_modules=tuple(row.generated_modules),
     )
 
 
