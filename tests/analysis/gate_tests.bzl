@@ -237,16 +237,20 @@ def _config_and_entry_point_test_impl(ctx):
 
 # --- a full strong pass judges by its gate -----------------------------------
 
-def _full_pass_judges_by_its_gate_test_impl(ctx):
-    env = analysistest.begin(ctx)
-    target = analysistest.target_under_test(env)
+def _written_config(env):
+    """The gate config the target under test writes, decoded (its one `.gate.json`)."""
+    name = analysistest.target_under_test(env).label.name + ".gate.json"
     writes = [
         action
         for action in analysistest.target_actions(env)
-        if action.outputs.to_list() and action.outputs.to_list()[0].basename == target.label.name + ".gate.json"
+        if action.outputs.to_list() and action.outputs.to_list()[0].basename == name
     ]
     asserts.equals(env, 1, len(writes), "one config written")
-    config = json.decode(writes[0].content)
+    return json.decode(writes[0].content)
+
+def _full_pass_judges_by_its_gate_test_impl(ctx):
+    env = analysistest.begin(ctx)
+    config = _written_config(env)
     asserts.equals(env, "full_strong_pass", config["mode"])
     asserts.equals(env, ctx.attr.debt_cap, config["debt_cap"], "the gate's own debt cap, not a default")
     asserts.equals(env, ctx.attr.ledger, config["ledger"]["path"], "the gate's own ledger")
@@ -266,13 +270,7 @@ full_strong_pass_judges_by_its_gate_test = analysistest.make(
 
 def _touched_closure_packages_test_impl(ctx):
     env = analysistest.begin(ctx)
-    target = analysistest.target_under_test(env)
-    writes = [
-        action
-        for action in analysistest.target_actions(env)
-        if action.outputs.to_list() and action.outputs.to_list()[0].basename == target.label.name + ".gate.json"
-    ]
-    config = json.decode(writes[0].content)
+    config = _written_config(env)
     asserts.equals(
         env,
         ctx.attr.expected,

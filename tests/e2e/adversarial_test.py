@@ -405,6 +405,12 @@ def break_queue(root: Path) -> None:
     _replace(root, "lib/queue/queue.py", "(p, i, n)", "(p, -i, n)")
 
 
+# A stand-in for the unittest module a predicate imports: its `main` exits 0 at once.
+FRAMEWORK_THAT_PASSES = (
+    "import os\n\n\nclass TestCase:\n    pass\n\n\ndef main(*args, **kwargs):\n    os._exit(0)\n"
+)
+
+
 def break_fmt(root: Path) -> None:
     """A value holding `=` no longer loads: fmt.roundtrip fails on one record of its docs."""
     _replace(root, "lib/fmt/fmt.py", 'item.split("=", 1)', 'item.split("=")')
@@ -1103,12 +1109,7 @@ _agree_with_the_fixture()
                 'srcs = glob(["*.py"]),',
                 'srcs = glob(["*.py"]),\n    imports = ["."],',
             )
-            _write(
-                root,
-                "lib/fmt/unittest.py",
-                "import os\n\n\nclass TestCase:\n    pass\n\n\n"
-                "def main(*args, **kwargs):\n    os._exit(0)\n",
-            )
+            _write(root, "lib/fmt/unittest.py", FRAMEWORK_THAT_PASSES)
 
         scored = self.run_case("module_shadowing_the_test_framework", edit)
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
@@ -1134,11 +1135,7 @@ _agree_with_the_fixture()
                 'srcs = glob(["*.py"]),\n    data = ["vendor.zip"],\n    imports = ["vendor.zip"],',
             )
             with zipfile.ZipFile(root / "lib/fmt/vendor.zip", "w") as archive:
-                archive.writestr(
-                    "unittest/__init__.py",
-                    "import os\n\n\nclass TestCase:\n    pass\n\n\n"
-                    "def main(*args, **kwargs):\n    os._exit(0)\n",
-                )
+                archive.writestr("unittest/__init__.py", FRAMEWORK_THAT_PASSES)
 
         scored = self.run_case("module_shadowing_from_an_archive", edit)
         self.assertEqual(scored.exit_code, EXIT["review"], self._explain(scored))
@@ -1174,10 +1171,8 @@ _agree_with_the_fixture()
         the closure walk lists the generated modules at the test's import roots, and
         one named like a module the test imports is review.
         """
-        module = (
-            "import os\\n\\n\\nclass TestCase:\\n    pass\\n\\n\\n"
-            "def main(*args, **kwargs):\\n    os._exit(0)\\n"
-        )
+        # printf's escapes: the genrule's command writes the module.
+        module = FRAMEWORK_THAT_PASSES.replace("\n", "\\n")
 
         def edit(root: Path) -> None:
             break_fmt(root)
@@ -2059,8 +2054,7 @@ class KnownGapTest(_Scoring):
             _write(
                 root,
                 "lib/calc/vendored/unittest.py",
-                "import os\n\n\nclass TestCase:\n    pass\n\n\n"
-                "def main(*args, **kwargs):\n    os._exit(0)\n",
+                FRAMEWORK_THAT_PASSES,
             )
 
         patch, _ = self.repo.candidate(edit)
