@@ -34,6 +34,7 @@ def catalog(quorum: ModuleType, count: int) -> tuple[list[object], list[object]]
     """(PropertySpecs, FixtureSeals) of a synthetic catalog of `count` properties."""
     specs: list[object] = []
     seals: list[object] = []
+    fixture_tree = importlib.import_module("proto.agent_gate_pb2").FixtureTree
     for i in range(count):
         service = f"svc{i:05d}"
         locality = [f"{service}/src"]
@@ -46,7 +47,9 @@ def catalog(quorum: ModuleType, count: int) -> tuple[list[object], list[object]]
             digest = f"{i:064x}"
             seals.append(
                 quorum.FixtureSeal(
-                    root=root, seal_file=f"{root}.seal", expected=digest, actual=digest
+                    fixture_tree(root=root, seal_file=f"{root}.seal"),
+                    expected=digest,
+                    actual=digest,
                 )
             )
         specs.append(

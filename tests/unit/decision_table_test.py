@@ -10,6 +10,7 @@ from runfiles import runfiles
 
 from agent_gate.core import quorum
 from agent_gate.formats import ledger
+from proto import agent_gate_pb2
 
 SEAL = "a" * 64
 CATALOG = (
@@ -49,7 +50,11 @@ def _inputs(result: str, seal: str, ledger_column: str) -> quorum.GateInputs:
         changed_paths=changed,
         outcomes={"counter": quorum.RunOutcome(codes), "resp": quorum.RunOutcome((0, 0))},
         fixtures=(
-            quorum.FixtureSeal("fx", "fx/fx.seal", SEAL, SEAL if seal == "match" else "b" * 64),
+            quorum.FixtureSeal(
+                agent_gate_pb2.FixtureTree(root="fx", seal_file="fx/fx.seal"),
+                SEAL,
+                SEAL if seal == "match" else "b" * 64,
+            ),
         ),
         ledger=rows,
         commit_counts={"": 0},

@@ -58,8 +58,20 @@ CATALOG = catalog.Catalog(
     admission_mutants={},
 )
 DRIFTED = (
-    quorum.FixtureSeal("fixtures/replays", "fixtures/replays/replays.seal", "a" * 64, "b" * 64),
-    quorum.FixtureSeal("fixtures/responses", "fixtures/responses/r.seal", "c" * 64, "c" * 64),
+    quorum.FixtureSeal(
+        agent_gate_pb2.FixtureTree(
+            root="fixtures/replays", seal_file="fixtures/replays/replays.seal"
+        ),
+        "a" * 64,
+        "b" * 64,
+    ),
+    quorum.FixtureSeal(
+        agent_gate_pb2.FixtureTree(
+            root="fixtures/responses", seal_file="fixtures/responses/r.seal"
+        ),
+        "c" * 64,
+        "c" * 64,
+    ),
 )
 
 
@@ -70,7 +82,7 @@ def _open(property_id: str, commit: str = "1" * 40) -> quorum.LedgerRow:
 class ReadCandidateTest(absltest.TestCase):
     def setUp(self):
         super().setUp()
-        self.dir = Path(tempfile.mkdtemp())
+        self.dir = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value))
 
     def _file(self, data: bytes) -> Path:
         path = self.dir / "candidate.patch"

@@ -4,6 +4,7 @@ from absl.testing import absltest
 
 from agent_gate.core.promote_check import promote_problems
 from agent_gate.core.quorum import FixtureSeal, GateInputs, PropertySpec, RunOutcome, evaluate
+from proto import agent_gate_pb2
 
 CATALOG = (
     PropertySpec("s", "strong", ("src",), fixture_roots=("fx",)),
@@ -17,7 +18,9 @@ def honest_promote():
             catalog=CATALOG,
             changed_paths=("src/a.py",),
             outcomes={"s": RunOutcome((0, 0)), "w": RunOutcome((0, 0))},
-            fixtures=(FixtureSeal("fx", "fx.seal", "aa", "aa"),),
+            fixtures=(
+                FixtureSeal(agent_gate_pb2.FixtureTree(root="fx", seal_file="fx.seal"), "aa", "aa"),
+            ),
             run_id="r",
         )
     )

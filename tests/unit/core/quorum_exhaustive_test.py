@@ -23,6 +23,7 @@ from agent_gate.core.quorum import (
     RunOutcome,
     evaluate,
 )
+from proto import agent_gate_pb2
 
 # The precedence of docs/decision-table.md, written out rather than imported so a
 # reordering in quorum.py is caught.
@@ -119,7 +120,13 @@ def build(case: Case) -> GateInputs:
                 package=f"mod{i}",
             )
         )
-        seals.append(FixtureSeal(f"fixtures/p{i}", f"fixtures/p{i}.seal", f"s{i}", f"s{i}"))
+        seals.append(
+            FixtureSeal(
+                agent_gate_pb2.FixtureTree(root=f"fixtures/p{i}", seal_file=f"fixtures/p{i}.seal"),
+                f"s{i}",
+                f"s{i}",
+            )
+        )
         outcomes[pid] = RunOutcome(RUNS[kind.outcome])
         if kind.matched and not case.full_pass:
             paths.append(f"mod{i}/code.py")
@@ -133,7 +140,13 @@ def build(case: Case) -> GateInputs:
         catalog.append(PropertySpec("pad", "weak", ("pad",)))
         ledger.append(LedgerRow("pad", "open", "lost-commit", 30, "owner"))
     if case.drift:
-        seals.append(FixtureSeal("fixtures/drift", "fixtures/drift.seal", "old", "new"))
+        seals.append(
+            FixtureSeal(
+                agent_gate_pb2.FixtureTree(root="fixtures/drift", seal_file="fixtures/drift.seal"),
+                "old",
+                "new",
+            )
+        )
     return GateInputs(
         catalog=tuple(catalog),
         changed_paths=tuple(paths),

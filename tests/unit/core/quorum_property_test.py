@@ -51,6 +51,7 @@ from agent_gate.core.quorum import (
     evaluate,
 )
 from agent_gate.formats import report
+from proto import agent_gate_pb2
 
 # The precedence of docs/decision-table.md, written out here, not imported.
 ORDER = ("stop_queue", "fixture_fault", "review", "reject", "hold", "promote")
@@ -230,13 +231,17 @@ def decode(data: bytes) -> GateInputs:
         seal_file = g.pick((f"{root}/{name}.seal", f"seals/{name}.seal"))
         expected = None if g.rare(80) else ("h2" if g.rare(40) else "h1")
         actual = None if g.rare(80) else ("h2" if g.rare(40) else "h1")
-        seals.append(FixtureSeal(root=root, seal_file=seal_file, expected=expected, actual=actual))
+        seals.append(
+            FixtureSeal(
+                agent_gate_pb2.FixtureTree(root=root, seal_file=seal_file), expected, actual
+            )
+        )
 
     ledger_path = g.pick(("ledger.txtpb", "gate/ledger.txtpb"))
     rule_set = g.subset(RULE_SET, 3)
     specials = (
         ledger_path,
-        *(seal.seal_file for seal in seals),
+        *(seal.tree.seal_file for seal in seals),
         *(src for spec in catalog for src in spec.predicate_srcs),
         *rule_set,
     )
@@ -380,11 +385,11 @@ def blockers(inputs: GateInputs) -> list[str]:
     frozen = _frozen(inputs)
     guards = [root for spec in inputs.catalog for root in spec.fixture_roots]
     for seal in inputs.fixtures:
-        guards += [seal.root, seal.seal_file]
+        guards += [seal.tree.root, seal.tree.seal_file]
         if seal.expected is None or seal.actual is None:
-            found.append(f"unreadable seal of {seal.root}")
+            found.append(f"unreadable seal of {seal.tree.root}")
         elif seal.expected != seal.actual:
-            found.append(f"{seal.root} drifted")
+            found.append(f"{seal.tree.root} drifted")
     guards += [inputs.ledger_path, *inputs.rule_set_paths]
     # Every row's predicate is guarded, matched or not.
     for spec in inputs.catalog:
@@ -402,7 +407,7 @@ def blockers(inputs: GateInputs) -> list[str]:
             if module.removesuffix("/__init__.py").rpartition("/")[2].split(".")[0] in SHADOWED:
                 found.append(f"{spec.id}: its build generates {module}, shadowing an import")
         for root in spec.fixture_roots:
-            if not any(_covers(seal.root, root) for seal in inputs.fixtures):
+            if not any(_covers(seal.tree.root, root) for seal in inputs.fixtures):
                 found.append(f"{spec.id}: reads the unsealed tree {root}")
         if spec.id not in inputs.outcomes:
             found.append(f"{spec.id}: no run outcome")

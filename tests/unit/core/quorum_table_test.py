@@ -19,6 +19,7 @@ from agent_gate.core.quorum import (
     classify,
     evaluate,
 )
+from proto import agent_gate_pb2
 
 PASS = RunOutcome((0, 0))
 FAIL = RunOutcome((1, 1))
@@ -59,10 +60,25 @@ CATALOG = (
     ),
 )
 SEALS = (
-    FixtureSeal("fixtures/responses", "fixtures/responses.seal", "aa", "aa"),
-    FixtureSeal("fixtures/replays", "fixtures/replays.seal", "bb", "bb"),
+    FixtureSeal(
+        agent_gate_pb2.FixtureTree(root="fixtures/responses", seal_file="fixtures/responses.seal"),
+        "aa",
+        "aa",
+    ),
+    FixtureSeal(
+        agent_gate_pb2.FixtureTree(root="fixtures/replays", seal_file="fixtures/replays.seal"),
+        "bb",
+        "bb",
+    ),
 )
-DRIFTED = (SEALS[0], FixtureSeal("fixtures/replays", "fixtures/replays.seal", "bb", "cc"))
+DRIFTED = (
+    SEALS[0],
+    FixtureSeal(
+        agent_gate_pb2.FixtureTree(root="fixtures/replays", seal_file="fixtures/replays.seal"),
+        "bb",
+        "cc",
+    ),
+)
 
 
 def gate(
@@ -395,8 +411,20 @@ class ReviewGuardTest(absltest.TestCase):
 
     def test_unknown_seal_is_review_not_fixture_fault(self):
         for seal in (
-            FixtureSeal("fixtures/replays", "fixtures/replays.seal", None, "bb"),
-            FixtureSeal("fixtures/replays", "fixtures/replays.seal", "bb", None),
+            FixtureSeal(
+                agent_gate_pb2.FixtureTree(
+                    root="fixtures/replays", seal_file="fixtures/replays.seal"
+                ),
+                None,
+                "bb",
+            ),
+            FixtureSeal(
+                agent_gate_pb2.FixtureTree(
+                    root="fixtures/replays", seal_file="fixtures/replays.seal"
+                ),
+                "bb",
+                None,
+            ),
         ):
             with self.subTest(seal=seal):
                 report = gate(["store/counters/inc.py"], fixtures=(SEALS[0], seal))
@@ -868,7 +896,13 @@ class PrecedenceTest(absltest.TestCase):
             paths.append("src/flake/x.py")
         if "review" in fire:
             paths.append("ledger.txtpb")
-        seals = (FixtureSeal("fixtures/drift", "fixtures/drift.seal", "aa", "ab"),)
+        seals = (
+            FixtureSeal(
+                agent_gate_pb2.FixtureTree(root="fixtures/drift", seal_file="fixtures/drift.seal"),
+                "aa",
+                "ab",
+            ),
+        )
         return evaluate(
             GateInputs(
                 catalog=self.CATALOG,

@@ -62,8 +62,7 @@ def load(config: agent_gate_pb2.GateConfig, resolve: Resolve) -> LoadedGate:
     catalog = gate_config.property_specs(config)
     fixtures = tuple(
         quorum.FixtureSeal(
-            root=tree.root,
-            seal_file=tree.seal_file,
+            tree=tree,
             expected=_read_seal(resolve(tree.expected), tree.seal_file, errors),
             actual=_read_seal(resolve(tree.actual), f"computed seal of {tree.root}", errors),
         )

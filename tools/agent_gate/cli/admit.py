@@ -100,9 +100,7 @@ def guard_problem(
             cat,
             changed_paths=touched,
             outcomes={},
-            seals=[
-                quorum.FixtureSeal(tree.root, tree.seal_file, None, None) for tree in cat.fixtures
-            ],
+            seals=[quorum.FixtureSeal(tree, None, None) for tree in cat.fixtures],
             rows=(),
             commit_counts={},
             override=None,

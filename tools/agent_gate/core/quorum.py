@@ -95,10 +95,9 @@ class PropertySpec:
 
 @dataclass(frozen=True)
 class FixtureSeal:
-    """A sealed fixture tree: the committed seal and the one computed on the base tree."""
+    """The two seals of a fixture tree: the committed one and the one computed on the base."""
 
-    root: str
-    seal_file: str
+    tree: agent_gate_pb2.FixtureTree  # as the gate config declares it
     expected: str | None  # None = the seal file was unreadable/garbage
     actual: str | None  # None = could not be computed
 
@@ -384,8 +383,8 @@ def _scan_diff(
     guards = _Guards()
     seals: list[tuple[FixtureSeal, str | None, str | None]] = []
     for seal in inputs.fixtures:
-        root = _normal_or_error(seal.root, "fixture seal root", errors)
-        seal_file = _normal_or_error(seal.seal_file, f"seal file of {seal.root}", errors)
+        root = _normal_or_error(seal.tree.root, "fixture seal root", errors)
+        seal_file = _normal_or_error(seal.tree.seal_file, f"seal file of {seal.tree.root}", errors)
         seals.append((seal, root, seal_file))
         if root is not None:
             guards.add(root, f"fixture tree {root}")
@@ -496,7 +495,7 @@ def _scan_diff(
     for seal, root, seal_file in seals:
         hit = root in touched or seal_file in touched
         if root in touched:
-            where = f"{root} (seal file {seal.seal_file})"
+            where = f"{root} (seal file {seal.tree.seal_file})"
             (fixtures.resealed if seal_file in touched else fixtures.stale).append(where)
         status = "touched" if hit else _compare(seal)
         if root is not None:
@@ -504,22 +503,22 @@ def _scan_diff(
         if seal.expected is None or seal.actual is None:
             problems = []
             if seal.expected is None:
-                problems.append(f"its seal file {seal.seal_file} is unreadable")
+                problems.append(f"its seal file {seal.tree.seal_file} is unreadable")
             if seal.actual is None:
                 problems.append("its actual seal could not be computed")
             errors.append(
-                f"fixture tree {seal.root}: {' and '.join(problems)}; the gate fails closed "
+                f"fixture tree {seal.tree.root}: {' and '.join(problems)}; the gate fails closed "
                 "until the tree is sealed and readable (agent-gate seal DIR)"
             )
         elif status == "mismatch":
             fixtures.faults.append(
-                f"{seal.root} (expected {seal.expected}, actual {seal.actual}, "
-                f"seal file {seal.seal_file})"
+                f"{seal.tree.root} (expected {seal.expected}, actual {seal.actual}, "
+                f"seal file {seal.tree.seal_file})"
             )
         fixtures.statuses.append(
             agent_gate_pb2.FixtureStatus(
-                root=seal.root,
-                seal_file=seal.seal_file,
+                root=seal.tree.root,
+                seal_file=seal.tree.seal_file,
                 expected=seal.expected or "",
                 actual=seal.actual or "",
                 status=status,

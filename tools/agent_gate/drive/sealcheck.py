@@ -32,20 +32,16 @@ def check(
             raise CliError(
                 f"fixture tree {tree.root} ({tree.label or 'sealed_fixtures'}): {error}"
             ) from None
-        seals.append(
-            quorum.FixtureSeal(
-                root=tree.root, seal_file=tree.seal_file, expected=expected, actual=actual
-            )
-        )
+        seals.append(quorum.FixtureSeal(tree=tree, expected=expected, actual=actual))
     return tuple(seals)
 
 
 def drifted(seals: Sequence[quorum.FixtureSeal]) -> list[quorum.FixtureSeal]:
-    return [tree for tree in seals if tree.expected != tree.actual]
+    return [one for one in seals if one.expected != one.actual]
 
 
-def describe(tree: quorum.FixtureSeal) -> str:
+def describe(seals: quorum.FixtureSeal) -> str:
     return (
-        f"{tree.root}: committed seal {tree.seal_file} says {(tree.expected or '?')[:12]}, "
-        f"the tree seals to {(tree.actual or '?')[:12]}"
+        f"{seals.tree.root}: committed seal {seals.tree.seal_file} says "
+        f"{(seals.expected or '?')[:12]}, the tree seals to {(seals.actual or '?')[:12]}"
     )
