@@ -57,47 +57,58 @@ def _opt_outs(rule_attr):
             why.append("exec_properties[\"%s\"]" % key)
     return why
 
-def _dependencies(rule_attr):
-    """TestClosureInfo of every Target among a rule's attribute values (the aspect's walk)."""
-    found = []
-    for name in dir(rule_attr):
-        value = getattr(rule_attr, name)
-        if type(value) == "dict":
-            # A label_keyed_string_dict (rules_pkg's `files`) or a string_keyed_label_dict.
-            values = list(value.keys()) + list(value.values())
-        elif type(value) == "list":
-            values = value
-        else:
-            values = [value]
-        for item in values:
-            if type(item) == "Target" and TestClosureInfo in item:
-                found.append(item[TestClosureInfo])
-    return found
-
-def _direct_files(rule_files):
-    """What of the main repository's files a rule takes directly matters to the gate.
-
-    Returns:
-      (the packages of its source files, its generated Python modules' paths).
-    """
-    packages = {}
-    modules = []
-    for name in dir(rule_files):
-        files = getattr(rule_files, name)
-        if type(files) != "list":
-            continue  # to_json, to_proto
-        for file in files:
-            if file.owner.workspace_root:
-                continue
-            if file.is_source:
-                packages[file.owner.package] = True
-            elif file.basename.endswith(_MODULE_SUFFIXES):
-                modules.append(file.short_path)
-    return packages.keys(), modules
-
 # What Python imports as a module; a build that generates one at an import root
 # (a genrule whose output is `unittest.py`) shadows what a test imports.
 _MODULE_SUFFIXES = (".py", ".pyc", ".so")
+
+def _targets(value):
+    """The Targets among one attribute's value: a label, a label list or a label-keyed dict."""
+    kind = type(value)
+    if kind == "Target":
+        return [value]
+
+    # An attribute's list holds one type: a label list's first item says it is one.
+    if kind == "list":
+        return value if value and type(value[0]) == "Target" else []
+    if kind == "dict":
+        # A label_keyed_string_dict (rules_pkg's `files`) or a string_keyed_label_dict.
+        return [item for item in list(value.keys()) + list(value.values()) if type(item) == "Target"]
+    return []
+
+def _generated_modules(files):
+    """The repo-relative paths of the main repository's generated Python modules among `files`."""
+    return [
+        file.short_path
+        for file in files
+        if not file.is_source and not file.owner.workspace_root and file.basename.endswith(_MODULE_SUFFIXES)
+    ]
+
+def _walk(target, rule_attr):
+    """One pass over a rule's attributes: what its targets below and its own files add.
+
+    Returns:
+      struct(below: the TestClosureInfo of the rule targets it takes, packages: the
+      main repository's packages of every target it takes (a source file's is the
+      package that owns it), modules: generated modules it takes or makes).
+    """
+    below = []
+    packages = {}
+    modules = []
+    for name in dir(rule_attr):
+        for item in _targets(getattr(rule_attr, name)):
+            if TestClosureInfo in item:
+                below.append(item[TestClosureInfo])
+            if item.label.workspace_root:
+                continue
+            packages[item.label.package] = True
+
+            # A generated file named as an output (`:unittest.py`): its rule may not be walked.
+            if item.label.name.endswith(_MODULE_SUFFIXES):
+                modules.extend(_generated_modules(item.files.to_list()))
+    if not target.label.workspace_root:
+        # What the rule makes and hands on (a genrule's `outs`), wherever a consumer names it.
+        modules.extend(_generated_modules(target.files.to_list()))
+    return struct(below = below, packages = packages.keys(), modules = modules)
 
 def _import_roots(package, imports):
     """The repo-relative directories a target's `imports` name (relative to its package)."""
@@ -127,27 +138,41 @@ def _bazels_own_repository(label):
     apparent = name.replace("+", "~").split("~")[-1]
     return name == "bazel_tools" or apparent.startswith("local_config_")
 
+# Most targets add nothing to most fields: they share one empty depset, and a target
+# with one contributor below hands its depset on, so the walk allocates little.
+_EMPTY = depset()
+
+def _merged(own, transitive):
+    """depset(own, transitive = transitive), reusing what it can."""
+    transitive = [d for d in transitive if d]
+    if own:
+        return depset(own, transitive = transitive)
+    if not transitive:
+        return _EMPTY
+    if len(transitive) == 1:
+        return transitive[0]
+    return depset(transitive = transitive)
+
 def _test_closure_aspect_impl(target, ctx):
     own = []
-    packages = []
-    import_roots = []
-    modules = []
     if not _bazels_own_repository(target.label):
         why = _opt_outs(ctx.rule.attr)
         if why:
             own.append("%s (%s)" % (target.label, ", ".join(why)))
+    walked = _walk(target, ctx.rule.attr)
 
     # Packages and import roots: the main repository's, which a patch names by path.
+    packages = walked.packages
+    import_roots = []
     if not target.label.workspace_root:
-        sources, modules = _direct_files(ctx.rule.files)
-        packages = [target.label.package] + sources
+        packages = [target.label.package] + packages
         import_roots = _import_roots(target.label.package, getattr(ctx.rule.attr, "imports", None) or [])
-    below = _dependencies(ctx.rule.attr)
+    below = walked.below
     return [TestClosureInfo(
-        unsandboxed = depset(own, transitive = [info.unsandboxed for info in below]),
-        packages = depset(packages, transitive = [info.packages for info in below]),
-        import_roots = depset(import_roots, transitive = [info.import_roots for info in below]),
-        generated_modules = depset(modules, transitive = [info.generated_modules for info in below]),
+        unsandboxed = _merged(own, [info.unsandboxed for info in below]),
+        packages = _merged(packages, [info.packages for info in below]),
+        import_roots = _merged(import_roots, [info.import_roots for info in below]),
+        generated_modules = _merged(walked.modules, [info.generated_modules for info in below]),
     )]
 
 test_closure_aspect = aspect(
