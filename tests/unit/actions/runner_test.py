@@ -225,8 +225,8 @@ exit 0
                 list(Path(place).rglob(name)), [], f"a mark outlived the run in {place}"
             )
 
-    def test_what_was_in_tmp_stays_visible_read_only(self):
-        """An output base may live in /tmp: its entries are bound back, whatever their names."""
+    def _host_entry_in_tmp(self) -> Path:
+        """A directory in the host's /tmp (an output base may live there), with odd names."""
         host = Path(tempfile.mkdtemp(prefix=f"{self.mark}-", dir="/tmp"))
         self.addCleanup(shutil.rmtree, host)
         (host / "seen.txt").write_text("from the host\n")
@@ -235,17 +235,99 @@ exit 0
         odd = os.fsencode(f"/tmp/{self.mark}-") + b"\xff"
         os.mkdir(odd)
         self.addCleanup(os.rmdir, odd)
+        return host
+
+    def _assert_host_entry_unchanged(self, host: Path) -> None:
+        self.assertEqual((host / "seen.txt").read_text(), "from the host\n")
+        self.assertEqual(sorted(os.listdir(os.fsencode(host))), [b"not-utf8-\xff", b"seen.txt"])
+
+    def test_what_was_in_tmp_stays_visible_and_a_runs_changes_die_with_it(self):
+        """A run sees the host's /tmp, and what it changes there is its own (an overlay's copy)."""
+        host = self._host_entry_in_tmp()
         body = f"""
 [[ $(cat {host}/seen.txt) == "from the host" ]] || exit 1
-echo x 2>/dev/null > {host}/seen.txt && exit 2
-touch {host}/new 2>/dev/null && exit 3
-[[ $(ls {host} | wc -l) == 2 ]] || exit 4
+[[ $(ls {host} | wc -l) == 2 ]] || exit 2
+[[ $(stat -c %a /tmp) == 1777 ]] || exit 3
+# Run 1 changes it where it can (in the overlay's own copy); run 2 must not see it.
+if [[ $TEST_RUN_NUMBER == 1 ]]; then
+  echo changed 2>/dev/null > {host}/seen.txt
+  touch {host}/new 2>/dev/null
+fi
 exit 0
 """
         result = self._run(self._property(body))
-        self.assertEqual([run.exit_code for run in result.runs], [0, 0], result.runs)
-        self.assertEqual((host / "seen.txt").read_text(), "from the host\n")
-        self.assertEqual(sorted(os.listdir(os.fsencode(host))), [b"not-utf8-\xff", b"seen.txt"])
+        self.assertEqual([run.exit_code for run in result.runs], [0, 0], self._log(1))
+        self._assert_host_entry_unchanged(host)
+
+    def test_a_planted_run_directory_in_tmp_is_not_the_runs(self):
+        """A name in /tmp like a run's own directories: each entry is bound back instead,
+        read-only, and the planted one is left out (its HOME would be the planter's)."""
+        host = self._host_entry_in_tmp()
+        for number in (1, 2):
+            planted = Path(f"/tmp/agent_gate.run{number}")
+            try:
+                (planted / "home").mkdir(parents=True)
+            except FileExistsError:
+                self.skipTest(f"{planted} exists: another runner test planted it")
+            self.addCleanup(shutil.rmtree, planted)
+            (planted / "home" / ".planted").write_text("not the run's\n")
+        body = f"""
+[[ ! -e $HOME/.planted && -d $HOME ]] || exit 1
+[[ $(cat {host}/seen.txt) == "from the host" ]] || exit 2
+echo x 2>/dev/null > {host}/seen.txt && exit 3
+touch {host}/new 2>/dev/null && exit 4
+[[ $(ls {host} | wc -l) == 2 ]] || exit 5
+exit 0
+"""
+        result = self._run(self._property(body))
+        self.assertEqual([run.exit_code for run in result.runs], [0, 0], self._log(1))
+        self._assert_host_entry_unchanged(host)
+
+    def _in_a_mount_namespace(self, work) -> str:
+        """`work()`'s repr, from a child with user and mount namespaces of its own."""
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # what it mounts lives and dies with the child's namespace
+            try:
+                isolation._enter_user_namespace(isolation._CLONE_NEWNS)
+                os.write(write, repr(work()).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        os.waitpid(child, 0)
+        with os.fdopen(read) as answer:
+            return answer.read()
+
+    def test_entries_of_tmp_holding_a_mount_are_named(self):
+        """What sends /tmp to the binds: entries that are, or hold, a mount point, odd names too."""
+        names = (f"{self.mark} odd\\".encode() + b"\xff", f"{self.mark}-holder".encode())
+        for name in names:
+            os.mkdir(b"/tmp/" + name)
+            self.addCleanup(os.rmdir, b"/tmp/" + name)
+        os.mkdir(b"/tmp/" + names[1] + b"/sub")
+        self.addCleanup(os.rmdir, b"/tmp/" + names[1] + b"/sub")
+
+        def mount_and_look() -> tuple[bool, bool]:
+            before = set(names) & isolation.names_with_mounts("/tmp")
+            isolation._mount("tmpfs", os.fsdecode(b"/tmp/" + names[0]), "tmpfs", 0)
+            isolation._mount("tmpfs", os.fsdecode(b"/tmp/" + names[1] + b"/sub"), "tmpfs", 0)
+            return before == set(), set(names) <= isolation.names_with_mounts("/tmp")
+
+        self.assertEqual(self._in_a_mount_namespace(mount_and_look), "(True, True)")
+
+    def test_a_file_system_mounted_below_tmp_stays_visible_to_a_run(self):
+        """linux-sandbox mounts its execroot in the output base, which may be in /tmp."""
+        holder = Path(tempfile.mkdtemp(prefix=f"{self.mark}-", dir="/tmp"))
+        self.addCleanup(shutil.rmtree, holder)
+        (holder / "mounted").mkdir()
+        spec = self._property(f"[[ $(cat {holder}/mounted/seen.txt) == below ]]")
+
+        def mount_and_run() -> list[int]:
+            isolation._mount("tmpfs", str(holder / "mounted"), "tmpfs", 0)
+            (holder / "mounted" / "seen.txt").write_text("below\n")
+            return [run.exit_code for run in self._run(spec).runs]
+
+        self.assertEqual(self._in_a_mount_namespace(mount_and_run), "[0, 0]")
 
     def test_entries_vanishing_from_tmp_do_not_break_isolation(self):
         """/tmp is shared with other processes: a name listed may be gone when it is bound."""
