@@ -36,7 +36,7 @@ TOUCHED = ("lib/calc/calc.py",)
 class VerdictCheckTest(absltest.TestCase):
     def setUp(self):
         super().setUp()
-        self.results = Path(tempfile.mkdtemp())
+        self.results = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value))
 
     def write_result(self, property_id: str, exits: tuple[int, int], run_id: str = RUN_ID):
         result = agent_gate_pb2.RunResult(

@@ -37,7 +37,7 @@ class StagedChangesTest(absltest.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.tmp = Path(tempfile.mkdtemp()).resolve()
+        self.tmp = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value)).resolve()
         env = dict(_ENV, GIT_CEILING_DIRECTORIES=str(self.tmp), XDG_CACHE_HOME=str(self.tmp / "c"))
         self.enter_context(mock.patch.dict(os.environ, env))
         self.top = self.tmp / "repo"
@@ -162,7 +162,7 @@ class CrossCheckTest(absltest.TestCase):
 class ControlPathsTest(absltest.TestCase):
     def setUp(self):
         super().setUp()
-        self.root = Path(tempfile.mkdtemp()).resolve()
+        self.root = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value)).resolve()
         (self.root / "lib" / "hook").mkdir(parents=True)
         (self.root / "tools").mkdir()
 
@@ -267,7 +267,7 @@ class ControlPathsTest(absltest.TestCase):
     def test_imports_of_the_users_and_the_systems_rc_files(self):
         """~/.bazelrc is trusted, but its `%workspace%/...` import reaches the patched tree,
         also through a file outside the workspace and through a symlink of the base."""
-        home = Path(tempfile.mkdtemp()).resolve()
+        home = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value)).resolve()
         (home / ".bazelrc").write_text(f"import {home}/more.rc\ntry-import %workspace%/a.rc\n")
         (home / "more.rc").write_text("try-import %workspace%/conf/b.rc\n")
         os.symlink("lib/hook", self.root / "conf")
@@ -282,7 +282,7 @@ class ControlPathsTest(absltest.TestCase):
 
     def test_below_an_untracked_symlink_before_the_patch_applies(self):
         """git apply writes through an untracked symlink (bazel-out): such paths are found."""
-        outside = Path(tempfile.mkdtemp()).resolve()
+        outside = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value)).resolve()
         os.symlink(outside, self.root / "bazel-out")
         os.symlink("lib", self.root / "alias")
         touched = ["bazel-out/x", "bazel-out/k8/y.pth", "alias/hook/z", "lib/hook/z", "lib/bazel-x"]
@@ -328,7 +328,7 @@ class RepositoryInputsTest(absltest.TestCase):
     """What repository rules read, from the marker files of both Bazel versions."""
 
     def test_marker_entries_of_the_main_repository_only(self):
-        top = Path(tempfile.mkdtemp()).resolve()
+        top = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value)).resolve()
         workspace, external = top / "ws", top / "ob" / "external"
         workspace.mkdir()
         external.mkdir(parents=True)

@@ -18,7 +18,7 @@ LAUNCHER = '#!/bin/bash\nexec "$(dirname "$0")/tools/bazel" "$@"\n'
 class RealBinaryTest(absltest.TestCase):
     def setUp(self):
         super().setUp()
-        self.dir = Path(tempfile.mkdtemp()).resolve()
+        self.dir = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value)).resolve()
         self.binary = shutil.which("true")
         assert self.binary is not None
 
@@ -45,7 +45,7 @@ class RealBinaryTest(absltest.TestCase):
     def test_a_launcher_reached_through_a_symlink_looks_beside_its_target(self):
         launcher = self.put("bazel", script=True)
         self.put("bazel-4")
-        other = Path(tempfile.mkdtemp())
+        other = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value))
         (other / "bazel").symlink_to(launcher)
         self.assertEqual(bazel_client.real_binary(str(other / "bazel")), str(self.dir / "bazel-4"))
 
@@ -80,7 +80,7 @@ class RealBinaryTest(absltest.TestCase):
 class RunStreamedTest(absltest.TestCase):
     def setUp(self):
         super().setUp()
-        self.dir = Path(tempfile.mkdtemp())
+        self.dir = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value))
         self.log = self.dir / "bazel.log"
 
     def test_every_line_reaches_the_log_and_the_callback(self):
@@ -123,8 +123,8 @@ class ConvenienceLinkTest(absltest.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.workspace = Path(tempfile.mkdtemp()).resolve()
-        self.outputs = Path(tempfile.mkdtemp()).resolve()
+        self.workspace = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value)).resolve()
+        self.outputs = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value)).resolve()
 
     def test_a_symlink_to_a_directory_is_bazels(self):
         (self.workspace / "bazel-bin").symlink_to(self.outputs)

@@ -14,7 +14,7 @@ from proto import agent_gate_pb2
 class TrustedReportTest(absltest.TestCase):
     def write(self, **fields) -> Path:
         report = agent_gate_pb2.GateReport(decision="promote", run_id="r", **fields)
-        path = Path(tempfile.mkdtemp()) / "report.json"
+        path = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value)) / "report.json"
         path.write_text(json_format.MessageToJson(report))
         return path
 

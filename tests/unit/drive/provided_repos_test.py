@@ -12,7 +12,7 @@ from agent_gate.drive import provided_repos
 class ProvidedReposTest(absltest.TestCase):
     def setUp(self):
         super().setUp()
-        self.base = Path(tempfile.mkdtemp())
+        self.base = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value))
         external = self.base / "external"
         python = external / "agent_gate_python"
         python.mkdir(parents=True)

@@ -37,14 +37,14 @@ class SandboxFlagsTest(absltest.TestCase):
         sandbox.check_layout([("Bazel output base", Path("/var/tmp/ob")), ("w", Path("/tmpx"))])
 
     def test_no_sandbox_binary_fails_closed(self):
-        empty = Path(tempfile.mkdtemp())
+        empty = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value))
         with self.assertRaises(CliError) as raised:
             sandbox.probe(empty, str(empty / "bin" / "bazel"))
         self.assertIn("linux-sandbox", str(raised.exception))
         self.assertIn("nothing was scored", str(raised.exception))
 
     def test_a_sandbox_that_cannot_isolate_fails_closed(self):
-        install = Path(tempfile.mkdtemp())
+        install = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value))
         (install / "linux-sandbox").write_text("#!/bin/sh\necho no user namespaces >&2\nexit 1\n")
         (install / "linux-sandbox").chmod(0o755)
         with self.assertRaises(CliError) as raised:

@@ -40,7 +40,7 @@ def _run(cwd: Path, *args: str) -> str:
 class WorktreeTest(absltest.TestCase):
     def setUp(self):
         super().setUp()
-        self.tmp = Path(tempfile.mkdtemp()).resolve()
+        self.tmp = Path(tempfile.mkdtemp(dir=absltest.TEST_TMPDIR.value)).resolve()
         self.cache = self.tmp / "cache"
         env = dict(_ENV, GIT_CEILING_DIRECTORIES=str(self.tmp), XDG_CACHE_HOME=str(self.cache))
         self.enter_context(mock.patch.dict(os.environ, env))
