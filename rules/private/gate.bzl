@@ -5,6 +5,7 @@ load("//rules:providers.bzl", "AgentGateInfo", "PropertyInfo")
 load("//rules:settings.bzl", "FlagValueInfo")
 load(":names.bzl", "NAMES_PROBE", "names_params")
 load(":paths.bzl", "decode_paths", "directories_holding", "matched_localities", "module_roots", "normalize_prefix", "normalized_paths", "prefix_error", "repo_relative", "rlocation", "roots_at_or_below_a_file")
+load(":python.bzl", "ACTION_TOOLCHAIN", "PYTHON_TOOLCHAIN", "python_interpreter")
 
 def _flag(ctx, name):
     return getattr(ctx.attr, name)[FlagValueInfo].value
@@ -50,30 +51,6 @@ def _matched(properties, changed_paths, full_pass):
         return [(t, i) for (t, i) in properties if i.strength == "strong"]
     hit = matched_localities([info.locality for (_, info) in properties], changed_paths)
     return [properties[index] for index in hit]
-
-_PYTHON_TOOLCHAIN = "@bazel_tools//tools/python:toolchain_type"
-
-# Bazel >= 6 (which added config_common.toolchain_type) wants the toolchain whose
-# interpreter an action runs named on the action, or it cannot tell under
-# --incompatible_auto_exec_groups; Bazel 4.2.3 knows no such parameter.
-_ACTION_TOOLCHAIN = {"toolchain": _PYTHON_TOOLCHAIN} if hasattr(config_common, "toolchain_type") else {}
-
-def _python(ctx):
-    """The Python toolchain's interpreter: its path in actions and in runfiles, and its files."""
-    runtime = ctx.toolchains[_PYTHON_TOOLCHAIN].py3_runtime
-    if runtime == None:
-        fail("%s: the registered Python toolchain has no Python 3 runtime; agent_gate needs one." % ctx.label)
-    if runtime.interpreter:
-        return struct(
-            exec_path = runtime.interpreter.path,
-            runfiles_path = "$runfiles/" + rlocation(ctx, runtime.interpreter),
-            files = runtime.files,
-        )
-    return struct(
-        exec_path = runtime.interpreter_path,
-        runfiles_path = runtime.interpreter_path,
-        files = depset(),
-    )
 
 def _entry_point(ctx, binary, main, runfiles_dir):
     """`python MAIN` and the PYTHONPATH of a py_binary's runfiles, without its launcher.
@@ -159,7 +136,7 @@ def _double_run(ctx, target, info, run_id, runner):
             "no-cache": "1",
             "no-remote-cache": "1",
         },
-        **_ACTION_TOOLCHAIN
+        **ACTION_TOOLCHAIN
     )
     return result, logs
 
@@ -178,7 +155,7 @@ def _gate_impl(ctx):
     properties = _catalog(ctx, judged_by)
     changed_paths = decode_paths(_flag(ctx, "_changed_paths"))
     run_id = _flag(ctx, "_run_id")
-    python = _python(ctx)
+    python = python_interpreter(ctx)
     runner_script, runner_path = _entry_point(
         ctx,
         ctx.attr._runner,
@@ -382,7 +359,7 @@ agent_gate_test = rule(
     implementation = _gate_impl,
     doc = "The merge-queue gate: see `agent_gate` in defs.bzl.",
     attrs = dict(_TOOL_ATTRS, _full_pass = attr.bool(default = False), **_CATALOG_ATTRS),
-    toolchains = [_PYTHON_TOOLCHAIN],
+    toolchains = [PYTHON_TOOLCHAIN],
     test = True,
 )
 
@@ -398,6 +375,6 @@ full_strong_pass_test = rule(
             doc = "The `agent_gate` target whose catalog, ledger and debt cap the pass uses.",
         ),
     ),
-    toolchains = [_PYTHON_TOOLCHAIN],
+    toolchains = [PYTHON_TOOLCHAIN],
     test = True,
 )

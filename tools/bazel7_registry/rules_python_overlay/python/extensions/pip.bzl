@@ -71,9 +71,11 @@ _LIBRARY = """\
 py_library(
     name = "{name}",
     srcs = glob(["site/**/*.py"], allow_empty = True),
+    # The environment's compiled modules too: every action that imports
+    # protobuf would otherwise compile it again, in a sandbox it cannot cache in.
     data = glob(
         ["site/**"],
-        exclude = ["site/**/*.py", "site/**/__pycache__/**"],
+        exclude = ["site/**/*.py"],
         allow_empty = True,
     ),
     imports = ["site"],
