@@ -4,7 +4,7 @@ load("@rules_python//python:defs.bzl", "PyInfo")
 load("//rules:providers.bzl", "AgentGateInfo", "PropertyInfo")
 load("//rules:settings.bzl", "FlagValueInfo")
 load(":names.bzl", "NAMES_PROBE", "names_params")
-load(":paths.bzl", "decode_paths", "directories_holding", "matched_localities", "module_roots", "normalize_prefix", "normalized_paths", "prefix_error", "repo_relative", "rlocation", "roots_at_or_below_a_file")
+load(":paths.bzl", "decode_paths", "directories_holding", "matched_localities", "module_at", "module_roots", "normalize_prefix", "normalized_paths", "prefix_error", "repo_relative", "rlocation", "roots_at_or_below_a_file")
 load(":python.bzl", "ACTION_TOOLCHAIN", "PYTHON_TOOLCHAIN", "python_interpreter")
 
 def _flag(ctx, name):
@@ -75,12 +75,7 @@ def _top_level_modules(info):
         roots[root] = True
     for src in info.predicate_srcs:
         roots[src.rpartition("/")[0]] = True
-    found = []
-    for path in info.generated_modules.to_list():
-        directory, _, name = path.rpartition("/")
-        if directory in roots or (name.startswith("__init__.") and directory.rpartition("/")[0] in roots):
-            found.append(path)
-    return found
+    return [path for path in info.generated_modules.to_list() if module_at(path).root in roots]
 
 def _test_target(label):
     """The label as Bazel spells TEST_TARGET: `//pkg:name` in the main repository, also under bzlmod."""

@@ -207,6 +207,25 @@ def roots_at_or_below_a_file(roots, files):
                 break
     return found.keys()
 
+def module_at(path):
+    """The import root a path would be a top-level Python module of, and that module.
+
+    `R/x.py` is module `x` of root `R`, and so is `R/x/__init__.py` (package `x`);
+    a name ends at its first dot (`x.cpython-311-x86_64-linux-gnu.so` is `x`).
+    `module_at` in tools/agent_gate/core/quorum.py is the same rule.
+
+    Args:
+      path: a repo-relative path.
+
+    Returns:
+      struct(root, module).
+    """
+    directory, _, name = path.rpartition("/")
+    if name.startswith("__init__.") and directory:
+        parent, _, package = directory.rpartition("/")
+        return struct(root = parent, module = package)
+    return struct(root = directory, module = name.split(".", 1)[0])
+
 def decode_paths(value):
     """Changed paths from the flag: comma-separated, `%2C` and `%25` for `,` and `%` in a name.
 

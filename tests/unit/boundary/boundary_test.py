@@ -1,8 +1,8 @@
 """The Python half of the shared boundary cases: every row, through tools/agent_gate.
 
 The tables are Starlark files of literal data (prefix_cases.bzl, locality_cases.bzl,
-encoding_cases.bzl) that boundary_tests.bzl runs through rules/private/paths.bzl;
-this test reads the same files, so a row added once is checked in both languages.
+encoding_cases.bzl, module_cases.bzl) that boundary_tests.bzl runs through
+rules/private/paths.bzl; this test reads the same files, so a row added once is checked in both languages.
 """
 
 import ast
@@ -19,6 +19,7 @@ from agent_gate.core.locality import (
     normalize_prefix,
     validate_prefix,
 )
+from agent_gate.core.quorum import module_at
 from agent_gate.drive.gate_flags import GateInputError, encode_path
 
 
@@ -108,6 +109,15 @@ class EncodingCasesTest(absltest.TestCase):
         for path in _table("encoding_cases.bzl", "UNENCODABLE_PATHS"):
             with self.subTest(path=path), self.assertRaises(GateInputError):
                 encode_path(path)
+
+
+class ModuleCasesTest(absltest.TestCase):
+    def test_every_row(self) -> None:
+        cases = _table("module_cases.bzl", "MODULE_CASES")
+        self.assertGreater(len(cases), 10)
+        for case in cases:
+            with self.subTest(path=case["path"]):
+                self.assertEqual((case["root"], case["module"]), module_at(case["path"]))
 
 
 if __name__ == "__main__":

@@ -12,12 +12,14 @@ load(
     "covers",
     "decode_paths",
     "matched_localities",
+    "module_at",
     "normalize_path",
     "normalize_prefix",
     "prefix_error",
 )
 load(":encoding_cases.bzl", "DECODE_ONLY_CASES", "ENCODING_CASES", "UNENCODABLE_PATHS")
 load(":locality_cases.bzl", "MATCH_CASES", "PATH_CASES")
+load(":module_cases.bzl", "MODULE_CASES")
 load(":prefix_cases.bzl", "PREFIX_CASES")
 
 def _prefix_test_impl(ctx):
@@ -79,8 +81,17 @@ def _encoding_test_impl(ctx):
 
 encoding_test = unittest.make(_encoding_test_impl)
 
+def _module_test_impl(ctx):
+    env = unittest.begin(ctx)
+    for case in MODULE_CASES:
+        found = module_at(case["path"])
+        asserts.equals(env, (case["root"], case["module"]), (found.root, found.module), "module_at(%r)" % case["path"])
+    return unittest.end(env)
+
+module_test = unittest.make(_module_test_impl)
+
 def boundary_test_suite(name):
-    """The four Starlark tests of the shared cases, as one test_suite.
+    """The five Starlark tests of the shared cases, as one test_suite.
 
     Args:
       name: name of the test_suite.
@@ -91,4 +102,5 @@ def boundary_test_suite(name):
         path_test,
         match_test,
         encoding_test,
+        module_test,
     )

@@ -603,7 +603,7 @@ def _shadowed_module(
     namespace package needs no `__init__.py` at all: `R/google/protobuf/x.py` is
     merged into `google`, ahead of the installed protobuf.
     """
-    candidates = [_module_at(path)]
+    candidates = [module_at(path)]
     parts = path.split("/")
     candidates.extend(
         ("/".join(parts[:end]), parts[end])
@@ -616,10 +616,12 @@ def _shadowed_module(
     return None
 
 
-def _module_at(path: str) -> tuple[str, str]:
+def module_at(path: str) -> tuple[str, str]:
     """The import root a path would be a top-level module of, and that module.
 
-    `R/x.py` is module `x` of root `R`; so is `R/x/__init__.py`.
+    `R/x.py` is module `x` of root `R`, and so is `R/x/__init__.py` (package `x`);
+    a name ends at its first dot. `module_at` in rules/private/paths.bzl is the
+    same rule (tests/unit/boundary/module_cases.bzl runs both).
     """
     directory, _, name = path.rpartition("/")
     if name.startswith("__init__.") and directory:
@@ -957,7 +959,7 @@ def evaluate(inputs: GateInputs) -> agent_gate_pb2.GateReport:
         for spec in inputs.catalog
         if spec.id in matched
         for path in spec.generated_modules
-        if (module := _module_at(path)[1]) in SHADOWED_MODULES
+        if (module := module_at(path)[1]) in SHADOWED_MODULES
     ]
     # A guarded path is review for a reason of its own; "no voter" would only repeat it.
     unobserved = [
