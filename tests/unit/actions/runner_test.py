@@ -241,27 +241,41 @@ exit 0
         self.assertEqual((host / "seen.txt").read_text(), "from the host\n")
         self.assertEqual(sorted(os.listdir(os.fsencode(host))), [b"not-utf8-\xff", b"seen.txt"])
 
-    def test_what_was_in_tmp_stays_visible_and_a_runs_changes_die_with_it(self):
-        """A run sees the host's /tmp, and what it changes there is its own (an overlay's copy)."""
+    def test_what_was_in_tmp_stays_visible_read_only(self):
+        """An output base may live in /tmp: its entries are bound back, whatever their names."""
         host = self._host_entry_in_tmp()
         body = f"""
 [[ $(cat {host}/seen.txt) == "from the host" ]] || exit 1
-[[ $(ls {host} | wc -l) == 2 ]] || exit 2
-[[ $(stat -c %a /tmp) == 1777 ]] || exit 3
-# Run 1 changes it where it can (in the overlay's own copy); run 2 must not see it.
-if [[ $TEST_RUN_NUMBER == 1 ]]; then
-  echo changed 2>/dev/null > {host}/seen.txt
-  touch {host}/new 2>/dev/null
-fi
+echo x 2>/dev/null > {host}/seen.txt && exit 2
+touch {host}/new 2>/dev/null && exit 3
+[[ $(ls {host} | wc -l) == 2 ]] || exit 4
+[[ $(stat -c %a /tmp) == 1777 ]] || exit 5
 exit 0
 """
         result = self._run(self._property(body))
         self.assertEqual([run.exit_code for run in result.runs], [0, 0], self._log(1))
         self._assert_host_entry_unchanged(host)
 
+    def test_a_fixture_of_a_workspace_in_tmp_cannot_be_written(self):
+        """A run that could change its fixture, even in a copy of its own, could make
+        the data its test checks agree with broken code."""
+        workspace = Path(tempfile.mkdtemp(prefix=f"{self.mark}-ws-", dir="/tmp"))
+        self.addCleanup(shutil.rmtree, workspace)
+        fixture = workspace / "fix" / "expected.txt"
+        fixture.parent.mkdir()
+        fixture.write_text("right\n")
+        body = f"echo wrong > {fixture} || exit 1\n[[ $(cat {fixture}) == right ]]"
+        spec = replace(
+            self._property(body), repo_root=workspace, fixture_paths=("fix/expected.txt",)
+        )
+        result = self._run(spec)
+        self.assertEqual([run.exit_code for run in result.runs], [1, 1], self._log(1))
+        self.assertIn("Read-only file system", self._log(1))
+        self.assertEqual(fixture.read_text(), "right\n")
+
     def test_a_planted_run_directory_in_tmp_is_not_the_runs(self):
-        """A name in /tmp like a run's own directories: each entry is bound back instead,
-        read-only, and the planted one is left out (its HOME would be the planter's)."""
+        """A name in /tmp like a run's own directories is not bound back: the run's HOME
+        would be the planter's."""
         host = self._host_entry_in_tmp()
         for number in (1, 2):
             planted = Path(f"/tmp/agent_gate.run{number}")
@@ -297,23 +311,6 @@ exit 0
         os.waitpid(child, 0)
         with os.fdopen(read) as answer:
             return answer.read()
-
-    def test_entries_of_tmp_holding_a_mount_are_named(self):
-        """What sends /tmp to the binds: entries that are, or hold, a mount point, odd names too."""
-        names = (f"{self.mark} odd\\".encode() + b"\xff", f"{self.mark}-holder".encode())
-        for name in names:
-            os.mkdir(b"/tmp/" + name)
-            self.addCleanup(os.rmdir, b"/tmp/" + name)
-        os.mkdir(b"/tmp/" + names[1] + b"/sub")
-        self.addCleanup(os.rmdir, b"/tmp/" + names[1] + b"/sub")
-
-        def mount_and_look() -> tuple[bool, bool]:
-            before = set(names) & isolation.names_with_mounts("/tmp")
-            isolation._mount("tmpfs", os.fsdecode(b"/tmp/" + names[0]), "tmpfs", 0)
-            isolation._mount("tmpfs", os.fsdecode(b"/tmp/" + names[1] + b"/sub"), "tmpfs", 0)
-            return before == set(), set(names) <= isolation.names_with_mounts("/tmp")
-
-        self.assertEqual(self._in_a_mount_namespace(mount_and_look), "(True, True)")
 
     def test_a_file_system_mounted_below_tmp_stays_visible_to_a_run(self):
         """linux-sandbox mounts its execroot in the output base, which may be in /tmp."""

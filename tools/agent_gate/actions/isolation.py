@@ -7,8 +7,8 @@ The runner forks a chain of three processes per run:
   linux-sandbox and without it;
 * `B` (`_init`) is PID 1 of the new PID namespace. It makes every mount private
   and read-only, mounts fresh tmpfs on /tmp and /dev/shm (what was there stays
-  visible, see `_private_tmpfs`), a /proc of its own and brings up loopback, then
-  forks the run and waits for it. When it exits the
+  visible, read-only), a /proc of its own and brings up loopback, then forks the
+  run and waits for it. When it exits the
   kernel kills whatever the run left in the namespace;
 * `C` (`_run`) enters a second user and mount namespace, which locks every mount
   of B's (a run running as root can then neither unmount the tmpfs nor make a
@@ -153,83 +153,39 @@ def _read_only_everywhere() -> None:
 
 
 # What a run may write to, each its own fresh tmpfs. A Bazel output base may live
-# there, so what was there stays visible.
+# there, so what was there stays visible, read-only, bound into the new tmpfs.
 _PRIVATE = ("/tmp", "/dev/shm")
 _MS_BIND = 0x1000
 
 
-def names_with_mounts(path: str) -> set[bytes]:
-    """The entries of `path` that are, or hold, a mount point (this mount namespace's)."""
-    below = os.fsencode(path.rstrip("/") + "/")
-    names = set()
-    with open("/proc/self/mountinfo", "rb") as mounts:
-        for line in mounts:
-            # Field 5 is the mount point; space, tab, newline and backslash are octal-escaped.
-            point = line.split(b" ", 5)[4].decode("unicode_escape").encode("latin-1")
-            if point.startswith(below):
-                names.add(point[len(below) :].partition(b"/")[0])
-    return names
-
-
-def _overlay(path: str, below: int) -> None:
-    """The tmpfs on `path` becomes the private upper layer over what `below` holds."""
-    for layer in (f"{path}/.upper", f"{path}/.work"):
-        os.mkdir(layer, 0o700)
-    os.chmod(f"{path}/.upper", 0o1777)  # the merged /tmp takes the upper layer's mode
-    _mount(
-        "overlay",
-        path,
-        "overlay",
-        _MS_NOSUID | _MS_NODEV,
-        f"lowerdir=/proc/self/fd/{below},upperdir={path}/.upper,workdir={path}/.work,userxattr",
-    )
-
-
-def _bind_back(old: str, path: str, name: bytes) -> None:
-    """Entry `name` of the old `path`, read-only with the mounts below it, at `path`/`name`."""
-    source, target = os.fsencode(old) + b"/" + name, os.fsencode(path) + b"/" + name
-    try:
-        mode = os.lstat(source).st_mode
-        if stat.S_ISLNK(mode):
-            os.symlink(os.readlink(source), target)
-            return
-        if stat.S_ISDIR(mode):
-            os.mkdir(target, 0o700)
-        else:
-            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o600))
-        # A recursive bind of read-only mounts is read-only; mounts below come along.
-        _mount(os.fsdecode(source), os.fsdecode(target), "", _MS_BIND | _MS_REC)
-    except FileNotFoundError:
-        pass  # gone since it was listed: other processes share this /tmp
-
-
 def _private_tmpfs(path: str, reserved: set[str]) -> None:
-    """A fresh tmpfs on `path`, through which what was there stays visible.
+    """A fresh tmpfs on `path`, with each entry that was there bound back read-only.
 
-    Only what the run writes lands on it, and dies with the run. The fast way is
-    one overlay whose lower layer is what was there (a run may change that, in its
-    own copy). The kernel refuses one over a file system mounted below `path` by
-    another user namespace (linux-sandbox's execroot, when the output base is in
-    /tmp), and it would show an entry named like a run's own directories: then
-    every other entry is bound back instead, read-only, one mount each.
+    Only new names are writable, and they die with the run. An overlay would be one
+    mount, not one per entry, but the kernel refuses it over a file system mounted
+    below (linux-sandbox's execroot, with the output base in /tmp), and it makes
+    what was there writable, in the run's own copy: a run could then rewrite a
+    fixture or a golden file of a workspace in /tmp before its test reads it.
     """
-    plain = not names_with_mounts(path)
     below = os.open(path, os.O_PATH | os.O_DIRECTORY)
     try:
+        names = [name for name in os.listdir(path) if name not in reserved]
         _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777")
-        old = f"/proc/self/fd/{below}"
-        if plain and not any(os.path.lexists(f"{old}/{name}") for name in reserved):
+        for name in names:
+            source, target = f"/proc/self/fd/{below}/{name}", f"{path}/{name}"
             try:
-                _overlay(path, below)
-                return
-            except OSError:  # a kernel without overlays in user namespaces (< 5.11)
-                for layer in (f"{path}/.upper", f"{path}/.work/work", f"{path}/.work"):
-                    with contextlib.suppress(OSError):
-                        os.rmdir(layer)
-        taken = {os.fsencode(name) for name in reserved}
-        for name in os.listdir(os.fsencode(old)):
-            if name not in taken:
-                _bind_back(old, path, name)
+                mode = os.lstat(source).st_mode
+                if stat.S_ISLNK(mode):
+                    os.symlink(os.readlink(source), target)
+                    continue
+                if stat.S_ISDIR(mode):
+                    os.mkdir(target, 0o700)
+                else:
+                    os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o600))
+                # A recursive bind of read-only mounts is read-only; mounts below come along.
+                _mount(source, target, "", _MS_BIND | _MS_REC)
+            except FileNotFoundError:
+                continue  # gone since it was listed: other processes share this /tmp
     finally:
         os.close(below)
 
