@@ -2,7 +2,8 @@
 
 The tables are Starlark files of literal data (prefix_cases.bzl, locality_cases.bzl,
 encoding_cases.bzl, module_cases.bzl) that boundary_tests.bzl runs through
-rules/private/paths.bzl; this test reads the same files, so a row added once is checked in both languages.
+rules/private/paths.bzl; this test reads the same files, so a row added once is
+checked in both languages.
 """
 
 import ast
