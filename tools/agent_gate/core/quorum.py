@@ -435,6 +435,7 @@ def _scan_diff(
         )
     )
 
+    roots_at_or_below = _import_roots_at_or_below(import_roots)
     guarded: list[str] = []
     guarded_set: set[str] = set()
     touched: set[str] = set()
@@ -464,7 +465,7 @@ def _scan_diff(
                 f"beside the predicate of {_names(owners)} (its helpers, data or "
                 "BUILD file), observed by no property"
             )
-        archive_of = _archive_on_import_path(path, import_roots)
+        archive_of = roots_at_or_below.get(path, [])
         if archive_of:
             whys.append(
                 f"an archive or directory on the import path of the test of {_names(archive_of)}"
@@ -580,17 +581,21 @@ def _beside_predicate(
     return list(dict.fromkeys(found))
 
 
-def _archive_on_import_path(path: str, import_roots: Mapping[str, list[str]]) -> list[str]:
-    """Owners of the import roots that are the path itself or lie below it.
+def _import_roots_at_or_below(import_roots: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """For each directory or file at or above an import root, the owners of the roots
+    there: what a touched path that is an archive on the import path is a part of.
 
     `imports = ["vendor.zip"]` puts an archive on the import path: Python reads
-    every module in it as top-level, whatever the touched path is named.
+    every module in it as top-level, whatever the touched path is named. Built once
+    per evaluation, so each touched path is one lookup, not a scan of every root.
     """
-    owners: list[str] = []
-    for root, ids in import_roots.items():
-        if root == path or root.startswith(path + "/"):
-            owners.extend(ids)
-    return list(dict.fromkeys(owners))
+    return _by_key(
+        (prefix, owner)
+        for root, owners in import_roots.items()
+        if root
+        for prefix in component_prefixes(root)
+        for owner in owners
+    )
 
 
 def _shadowed_module(
