@@ -2,9 +2,9 @@
 
 An action cannot keep what Python compiles: its sandbox is thrown away, so every
 action that imports a module would compile it again. This rule compiles the
-modules of its own package (sources or generated) that the libraries take, with the toolchain's
-interpreter, into the `__pycache__` directory beside each one: in runfiles, where
-the interpreter looks. Each `.pyc` is checked against its source's hash when it
+modules of its own package (sources or generated) that the libraries take, with
+the toolchain's interpreter, into the `__pycache__` directory beside each one: in
+runfiles, where the interpreter looks. Each `.pyc` is checked against its source's hash when it
 is imported, so one that does not match is never used.
 """
 

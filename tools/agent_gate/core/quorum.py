@@ -630,7 +630,8 @@ def module_at(path: str) -> tuple[str, str]:
     """
     directory, _, name = path.rpartition("/")
     if name.startswith("__init__.") and directory:
-        return directory.rpartition("/")[0], directory.rpartition("/")[2]
+        parent, _, package = directory.rpartition("/")
+        return parent, package
     return directory, name.split(".", 1)[0]
 
 
