@@ -1,11 +1,11 @@
 """`agent_gate` and `full_strong_pass`: double runs as actions, the quorum as a test."""
 
-load("@rules_python//python:defs.bzl", "PyInfo")
 load("//rules:providers.bzl", "AgentGateInfo", "PropertyInfo")
 load("//rules:settings.bzl", "FlagValueInfo")
 load(":names.bzl", "NAMES_PROBE", "names_params")
 load(":paths.bzl", "decode_paths", "directories_holding", "matched_localities", "module_at", "module_roots", "normalize_prefix", "normalized_paths", "prefix_error", "repo_relative", "rlocation", "roots_at_or_below_a_file")
 load(":python.bzl", "ACTION_TOOLCHAIN", "PYTHON_TOOLCHAIN", "python_interpreter")
+load(":zipapp.bzl", "PythonAppInfo")
 
 def _flag(ctx, name):
     return getattr(ctx.attr, name)[FlagValueInfo].value
@@ -51,18 +51,6 @@ def _matched(properties, changed_paths, full_pass):
         return [(t, i) for (t, i) in properties if i.strength == "strong"]
     hit = matched_localities([info.locality for (_, info) in properties], changed_paths)
     return [properties[index] for index in hit]
-
-def _entry_point(ctx, binary, main, runfiles_dir):
-    """`python MAIN` and the PYTHONPATH of a py_binary's runfiles, without its launcher.
-
-    The launcher starts one interpreter only to start another (~30 ms per action);
-    this runs the entry point in the binary's runfiles tree, with the import roots
-    the launcher would set: the binary's `imports`, then its repository's root.
-    """
-    main_path = rlocation(ctx, main)
-    roots = binary[PyInfo].imports.to_list() if PyInfo in binary else []
-    roots = roots + [main_path.split("/", 1)[0]]
-    return runfiles_dir + "/" + main_path, ":".join([runfiles_dir + "/" + root for root in roots])
 
 def _top_level_modules(info):
     """The generated modules that are top-level modules of the test's import path.
@@ -116,10 +104,12 @@ def _double_run(ctx, target, info, run_id, runner):
         arguments.append(names_params(ctx, [fixtures.rel_paths for fixtures in info.fixtures]))
     ctx.actions.run(
         executable = runner.python.exec_path,
-        arguments = [runner.script] + arguments,
-        env = runner.env,
-        inputs = depset(transitive = fixture_inputs + [runner.python.files]),
-        tools = [ctx.attr._runner[DefaultInfo].files_to_run, target[DefaultInfo].files_to_run],
+        arguments = [runner.app.archive.path] + arguments,
+        # The archive holds the tool; an inherited PYTHONPATH (an --action_env)
+        # would put its own modules ahead of the standard library. Empty is unset.
+        env = dict(ctx.configuration.default_shell_env, PYTHONPATH = ""),
+        inputs = depset([runner.app.archive], transitive = fixture_inputs + [runner.python.files]),
+        tools = [target[DefaultInfo].files_to_run],
         outputs = [result] + logs,
         mnemonic = "PropertyDoubleRun",
         progress_message = "Running property %s twice (%s)" % (info.id, info.label),
@@ -151,17 +141,7 @@ def _gate_impl(ctx):
     changed_paths = decode_paths(_flag(ctx, "_changed_paths"))
     run_id = _flag(ctx, "_run_id")
     python = python_interpreter(ctx)
-    runner_script, runner_path = _entry_point(
-        ctx,
-        ctx.attr._runner,
-        ctx.file._runner_main,
-        ctx.executable._runner.path + ".runfiles",
-    )
-    runner = struct(
-        python = python,
-        script = runner_script,
-        env = dict(ctx.configuration.default_shell_env, PYTHONPATH = runner_path),
-    )
+    runner = struct(python = python, app = ctx.attr._runner[PythonAppInfo])
 
     runfiles_files = [judged_by.ledger]
 
@@ -258,7 +238,7 @@ def _gate_impl(ctx):
     }))
     runfiles_files.append(config)
 
-    script, python_path = _entry_point(ctx, ctx.attr._evaluator, ctx.file._evaluator_main, "$runfiles")
+    evaluator = ctx.attr._evaluator[PythonAppInfo]
     launcher = ctx.actions.declare_file(ctx.label.name)
     ctx.actions.write(launcher, is_executable = True, content = """\
 #!/usr/bin/env bash
@@ -266,12 +246,12 @@ def _gate_impl(ctx):
 set -euo pipefail
 export RUNFILES_DIR="${{TEST_SRCDIR:-${{RUNFILES_DIR:-$0.runfiles}}}}"
 runfiles="$RUNFILES_DIR"
-PYTHONPATH="{python_path}" exec "{interpreter}" "{script}" --config "{config}" "$@"
+PYTHONPATH="{python_path}" exec "{interpreter}" "$runfiles/{archive}" --config "{config}" "$@"
 """.format(
         label = ctx.label,
-        python_path = python_path,
+        python_path = ":".join(["$runfiles/" + root for root in evaluator.site]),
         interpreter = python.runfiles_path,
-        script = script,
+        archive = rlocation(ctx, evaluator.archive),
         config = rlocation(ctx, config),
     ))
     runfiles = ctx.runfiles(
@@ -328,25 +308,16 @@ _CATALOG_ATTRS = {
 }
 
 _TOOL_ATTRS = dict({
-    # The py_binary targets supply the runfiles trees; their entry points are
-    # run with the toolchain's interpreter directly (see _entry_point).
+    # Each is one archive, run with the toolchain's interpreter (rules/private/zipapp.bzl).
     "_runner": attr.label(
         default = Label("//tools:run_property"),
-        executable = True,
+        providers = [PythonAppInfo],
         cfg = "exec",
-    ),
-    "_runner_main": attr.label(
-        default = Label("//tools:agent_gate/actions/run_property_main.py"),
-        allow_single_file = True,
     ),
     "_evaluator": attr.label(
         default = Label("//tools:evaluate_gate"),
-        executable = True,
+        providers = [PythonAppInfo],
         cfg = "target",
-    ),
-    "_evaluator_main": attr.label(
-        default = Label("//tools:agent_gate/actions/evaluate_gate_main.py"),
-        allow_single_file = True,
     ),
 }, **_FLAGS)
 

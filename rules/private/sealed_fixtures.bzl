@@ -3,6 +3,8 @@
 load("//rules:providers.bzl", "SealedFixturesInfo")
 load(":names.bzl", "NAMES_PROBE", "names_params")
 load(":paths.bzl", "covers", "normalize_prefix", "prefix_error", "repo_relative")
+load(":python.bzl", "ACTION_TOOLCHAIN", "PYTHON_TOOLCHAIN", "python_interpreter")
+load(":zipapp.bzl", "PythonAppInfo")
 
 def _tree_root(ctx):
     package = ctx.label.package
@@ -40,13 +42,16 @@ def _sealed_fixtures_impl(ctx):
     args.add("--out", actual)
     args.add("--repo_root", ctx.label.workspace_root or ".")
     args.add("--names_probe", NAMES_PROBE)
+    sealer = ctx.attr._sealer[PythonAppInfo]
+    python = python_interpreter(ctx)
     ctx.actions.run(
-        executable = ctx.executable._sealer,
-        arguments = [args, names_params(ctx, [rel_paths])],
-        inputs = files,
+        executable = python.exec_path,
+        arguments = [sealer.archive.path, args, names_params(ctx, [rel_paths])],
+        inputs = depset(files + [sealer.archive], transitive = [python.files]),
         outputs = [actual],
         mnemonic = "FixtureSeal",
         progress_message = "Sealing fixtures %s (%d files)" % (root, len(files)),
+        **ACTION_TOOLCHAIN
     )
     return [
         DefaultInfo(
@@ -81,10 +86,11 @@ the gate (a fixture fault), never a build error.""",
         "root": attr.string(doc = "The tree's directory relative to this package; default: the package itself."),
         "_sealer": attr.label(
             default = Label("//tools:seal_files"),
-            executable = True,
+            providers = [PythonAppInfo],
             cfg = "exec",
         ),
     },
+    toolchains = [PYTHON_TOOLCHAIN],
 )
 
 def _seal_updater_impl(ctx):

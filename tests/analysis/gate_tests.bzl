@@ -214,25 +214,24 @@ def _config_and_entry_point_test_impl(ctx):
     runs = _double_runs(analysistest.target_actions(env))
     asserts.equals(env, 4, len(runs), "every property of the catalog is matched")
 
-    # The runner's own repository in its runfiles: `agent_gate`, or `_main` under bzlmod.
-    runfiles = "run_property.runfiles/" + ctx.workspace_name
     for action in runs:
         property_id = _argv_value(action.argv, "--property_id")
         asserts.true(env, action.argv[0].endswith("python3"), "%s runs the interpreter, got %s" % (property_id, action.argv[0]))
-        asserts.true(
-            env,
-            action.argv[1].endswith(runfiles + "/tools/agent_gate/actions/run_property_main.py"),
-            "%s runs the entry point in the runner's runfiles, got %s" % (property_id, action.argv[1]),
-        )
 
-        # The binary's `imports` (agent_gate's tools/, and on Bazel >= 7 pip
-        # packages too), then agent_gate's root (for `proto`).
-        roots = action.env.get("PYTHONPATH", "").split(":")
+        # One archive, the runner's: an action's sandbox links every input, and a
+        # runfiles tree is hundreds of them (rules/private/zipapp.bzl).
         asserts.true(
             env,
-            [root for root in roots if root.endswith(runfiles + "/tools")] and roots[-1].endswith(runfiles),
-            "PYTHONPATH of %s: the runner's import roots, got %s" % (property_id, roots),
+            action.argv[1].endswith("/tools/run_property.zip"),
+            "%s runs the runner's archive, got %s" % (property_id, action.argv[1]),
         )
+        modules = [
+            f.short_path
+            for f in action.inputs.to_list()
+            if f.extension in ("py", "pyc") and ("tools/agent_gate/" in f.short_path or "pypi" in f.short_path)
+        ]
+        asserts.equals(env, [], modules, "the tool's modules %s gets one by one" % property_id)
+        asserts.equals(env, "", action.env.get("PYTHONPATH"), "PYTHONPATH of %s: none, whatever the caller's" % property_id)
     return analysistest.end(env)
 
 # --- a full strong pass judges by its gate -----------------------------------

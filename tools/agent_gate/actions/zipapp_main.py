@@ -1,0 +1,98 @@
+"""Entry point of the PythonZipapp action: modules and their bytecode in one archive.
+
+Arguments: `--out ARCHIVE`, `--main MODULE`, then `--module NAME SOURCE` for each
+module, NAME being its path in the archive (`agent_gate/core/quorum.py`). It
+imports nothing of agent_gate: it packs it.
+
+The archive is the same bytes for the same sources: fixed timestamps and modes,
+sorted names. Each `.pyc` sits beside its source, where zipimport looks, and
+holds a hash of that source, so zipimport checks it on import and compiles the
+source instead if the bytes or the interpreter differ. A directory without an
+`__init__.py` gets an empty one: a package of the archive is never a namespace
+portion that a regular package of the same name elsewhere on the path would
+take over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import py_compile
+import sys
+import tempfile
+import zipfile
+from pathlib import Path, PurePosixPath
+
+_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
+
+
+def _entry(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=_EPOCH)
+    info.external_attr = 0o644 << 16
+    return info
+
+
+def _bytecode(source: bytes, name: str, scratch: Path) -> bytes:
+    """The checked-hash `.pyc` of `source`, whose tracebacks name `name`."""
+    staged = scratch / "module.py"
+    staged.write_bytes(source)
+    compiled = scratch / "module.pyc"
+    py_compile.compile(
+        str(staged),
+        cfile=str(compiled),
+        dfile=name,
+        doraise=True,
+        invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
+    )
+    return compiled.read_bytes()
+
+
+def _packages(names: list[str]) -> list[str]:
+    """The `__init__.py` of every directory of a module that lacks one."""
+    directories = {
+        str(parent)
+        for name in names
+        for parent in PurePosixPath(name).parents
+        if str(parent) != "."
+    }
+    return sorted(
+        f"{directory}/__init__.py"
+        for directory in directories
+        if f"{directory}/__init__.py" not in names
+    )
+
+
+def pack(out: Path, main: str, modules: dict[str, bytes]) -> None:
+    if "__main__.py" in modules:
+        raise ValueError("a module may not be the archive's own __main__.py")
+    sources = dict(modules)
+    sources.update((name, b"") for name in _packages(list(modules)))
+    sources["__main__.py"] = (
+        f"import runpy\nrunpy.run_module({main!r}, run_name='__main__', alter_sys=True)\n".encode()
+    )
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive,
+    ):
+        for name in sorted(sources):
+            archive.writestr(_entry(name), sources[name])
+            archive.writestr(_entry(name + "c"), _bytecode(sources[name], name, Path(scratch)))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="zipapp", allow_abbrev=False)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--main", required=True)
+    parser.add_argument(
+        "--module", nargs=2, action="append", default=[], metavar=("NAME", "SOURCE")
+    )
+    args = parser.parse_args(argv)
+    try:
+        pack(args.out, args.main, {name: Path(source).read_bytes() for name, source in args.module})
+    except (OSError, ValueError, py_compile.PyCompileError) as error:
+        print(f"zipapp: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
