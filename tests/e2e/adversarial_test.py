@@ -1244,6 +1244,26 @@ _agree_with_the_fixture()
         self.assertIn("lib/calc/sitecustomize.py", scored.guarded())
         self.assertTrue(any("import hook" in g for g in scored.report.guarded_paths))
 
+    def _plain_gate(self, changed_paths: list[str], tally_key: str) -> gate_target.GateRun:
+        """`bazel test //:agent_gate` on the patched tree as it is, without the CLI's
+        flags or guards: the rule set alone must make it review."""
+        root = self.repo.root
+        output_base = self.repo.top / "plain_output_base"
+        # The lane's Bazel (bazel_client.find_bazel), as the CLI would run it.
+        self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
+        run = gate_target.run_gate(
+            root,
+            changed_paths=changed_paths,
+            run_id=gate_target.new_run_id("plain"),
+            output_base=output_base,
+            work_dir=self.repo.top / "plain_run",
+        )
+        self.assertIsNotNone(run.report, run.problem)
+        TALLY[tally_key] = run.report.decision != "promote"
+        self.assertEqual(run.report.decision, "review")
+        self.assertNotEqual(run.exit_code, 0)
+        return run
+
     def test_plain_bazel_test_refuses_an_unsandboxed_closure_without_running_it(self):
         """No CLI flags: the rule set alone names the `local = 1` genrule and never runs it."""
         self.repo.base()
@@ -1263,20 +1283,7 @@ _agree_with_the_fixture()
             + rule
         )
         self.addCleanup(lambda: _git(root, "checkout", "--", "lib/calc/BUILD.bazel"))
-        output_base = self.repo.top / "plain_output_base"
-        # The lane's Bazel (bazel_client.find_bazel), as the CLI would run it.
-        self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
-        run = gate_target.run_gate(
-            root,
-            changed_paths=["lib/calc/BUILD.bazel"],
-            run_id=gate_target.new_run_id("plain"),
-            output_base=output_base,
-            work_dir=self.repo.top / "plain_run",
-        )
-        self.assertIsNotNone(run.report, run.problem)
-        TALLY["plain_bazel_test_unsandboxed_closure"] = run.report.decision != "promote"
-        self.assertEqual(run.report.decision, "review")
-        self.assertNotEqual(run.exit_code, 0)
+        run = self._plain_gate(["lib/calc/BUILD.bazel"], "plain_bazel_test_unsandboxed_closure")
         self.assertTrue(
             any(
                 t.startswith("//lib/calc:pwn (local = True)")
@@ -1320,20 +1327,8 @@ _agree_with_the_fixture()
             + rule
         )
         self.addCleanup(self.repo.base)
-        output_base = self.repo.top / "plain_output_base"
-        self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
-        run = gate_target.run_gate(
-            root,
-            changed_paths=["lib/calc/BUILD.bazel"],
-            run_id=gate_target.new_run_id("plain"),
-            output_base=output_base,
-            work_dir=self.repo.top / "plain_run",
-        )
-        self.assertIsNotNone(run.report, run.problem)
-        TALLY["plain_bazel_test_label_dict"] = run.report.decision != "promote"
+        run = self._plain_gate(["lib/calc/BUILD.bazel"], "plain_bazel_test_label_dict")
         self.assertFalse(marker.exists(), "plain bazel test ran the genrule on the host")
-        self.assertEqual(run.report.decision, "review")
-        self.assertNotEqual(run.exit_code, 0)
         self.assertTrue(
             any(
                 t.startswith("//lib/calc:pwn (local = True)")
@@ -1650,20 +1645,9 @@ _agree_with_the_fixture()
         root = self.repo.root
         self._vendored_genrule(root, mark)
         self.addCleanup(self.repo.base)
-        output_base = self.repo.top / "plain_output_base"
-        self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
-        run = gate_target.run_gate(
-            root,
-            changed_paths=["lib/calc/calc.py", "lib/calc/vendored/BUILD.bazel"],
-            run_id=gate_target.new_run_id("plain"),
-            output_base=output_base,
-            work_dir=self.repo.top / "plain_run",
-        )
-        self.assertIsNotNone(run.report, run.problem)
-        TALLY["plain_bazel_test_in_tree_repository"] = run.report.decision != "promote"
+        changed = ["lib/calc/calc.py", "lib/calc/vendored/BUILD.bazel"]
+        self._plain_gate(changed, "plain_bazel_test_in_tree_repository")
         self.assertEqual(self.repo.sha(), base)
-        self.assertEqual(run.report.decision, "review")
-        self.assertNotEqual(run.exit_code, 0)
         self.assertFalse(marker.exists(), "plain bazel test ran the genrule on the host")
         self.assertEqual(
             (root / "checks/sums_test.py").read_bytes(),
