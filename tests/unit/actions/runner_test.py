@@ -237,6 +237,18 @@ exit 0
         self.addCleanup(os.rmdir, odd)
         return host
 
+    @staticmethod
+    def _host_entry_checks(host: Path, first: int) -> str:
+        """Shell lines: the host entry reads as it was and takes no write (else exit first..)."""
+        return "\n".join(
+            [
+                f'[[ $(cat {host}/seen.txt) == "from the host" ]] || exit {first}',
+                f"echo x 2>/dev/null > {host}/seen.txt && exit {first + 1}",
+                f"touch {host}/new 2>/dev/null && exit {first + 2}",
+                f"[[ $(ls {host} | wc -l) == 2 ]] || exit {first + 3}",
+            ]
+        )
+
     def _assert_host_entry_unchanged(self, host: Path) -> None:
         self.assertEqual((host / "seen.txt").read_text(), "from the host\n")
         self.assertEqual(sorted(os.listdir(os.fsencode(host))), [b"not-utf8-\xff", b"seen.txt"])
@@ -245,10 +257,7 @@ exit 0
         """An output base may live in /tmp: its entries are bound back, whatever their names."""
         host = self._host_entry_in_tmp()
         body = f"""
-[[ $(cat {host}/seen.txt) == "from the host" ]] || exit 1
-echo x 2>/dev/null > {host}/seen.txt && exit 2
-touch {host}/new 2>/dev/null && exit 3
-[[ $(ls {host} | wc -l) == 2 ]] || exit 4
+{self._host_entry_checks(host, 1)}
 [[ $(stat -c %a /tmp) == 1777 ]] || exit 5
 exit 0
 """
@@ -287,10 +296,7 @@ exit 0
             (planted / "home" / ".planted").write_text("not the run's\n")
         body = f"""
 [[ ! -e $HOME/.planted && -d $HOME ]] || exit 1
-[[ $(cat {host}/seen.txt) == "from the host" ]] || exit 2
-echo x 2>/dev/null > {host}/seen.txt && exit 3
-touch {host}/new 2>/dev/null && exit 4
-[[ $(ls {host} | wc -l) == 2 ]] || exit 5
+{self._host_entry_checks(host, 2)}
 exit 0
 """
         result = self._run(self._property(body))
