@@ -78,12 +78,11 @@ class BuiltArchivesTest(absltest.TestCase):
     def test_every_module_has_a_checked_pyc_of_its_own_source(self):
         for name in _ARCHIVES:
             with self.subTest(archive=name), zipfile.ZipFile(_archive(name)) as archive:
-                sources = [n for n in archive.namelist() if n.endswith(".py")]
+                files = [n for n in archive.namelist() if not n.endswith("/")]
+                sources = [n for n in files if n.endswith(".py")]
                 self.assertGreater(len(sources), 20, "the tool's modules are missing")
                 self.assertIn("proto/agent_gate_pb2.py", sources)
-                self.assertEqual(
-                    len(archive.namelist()), 2 * len(sources), "a .pyc without its source"
-                )
+                self.assertEqual(len(files), 2 * len(sources), "a .pyc without its source")
                 for source in sources:
                     header = archive.read(source + "c")[:16]
                     self.assertEqual(header[:4], importlib.util.MAGIC_NUMBER, source)
@@ -108,6 +107,37 @@ class BuiltArchivesTest(absltest.TestCase):
                     if f and not f.startswith(str(archive) + os.sep)
                 }
                 self.assertEqual(outside, {}, "modules loaded from outside the archive")
+
+    def test_the_evaluator_keeps_protobufs_own_implementation(self):
+        """The archive never costs protobuf its native implementation: run as the gate's
+        launcher runs it (the archive, then protobuf's directory in runfiles, which keeps
+        what an archive cannot hold), protobuf is the implementation the interpreter's
+        own environment has, not the pure-Python one it would quietly fall back to."""
+        archive = _archive("evaluate_gate")
+        # Absent where protobuf is pure Python (the 7.7.1 lane's): all of it is archived.
+        sites = sorted(Path(os.environ["TEST_SRCDIR"]).glob("*/protobuf/site"))
+        probe = (
+            "import google.protobuf\n"
+            "from google.protobuf.internal import api_implementation\n"
+            "print(api_implementation.Type(), google.protobuf.__file__)\n"
+        )
+
+        def implementation(path: list[str], *flags: str) -> list[str]:
+            done = subprocess.run(
+                [sys.executable, *flags, "-c", probe],
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=60,
+            )
+            self.assertEqual(done.returncode, 0, done.stderr)
+            return done.stdout.split()
+
+        own, _ = implementation([])
+        # -S: nothing of the interpreter's site-packages, where protobuf may be too.
+        gate, location = implementation([str(archive), *map(str, sites)], "-S")
+        self.assertEqual(gate, own, location)
 
     def test_each_archive_runs_its_entry_point(self):
         for name in _ARCHIVES:
@@ -165,6 +195,46 @@ class PackTest(absltest.TestCase):
                 data = source.read(info)
                 target.writestr(info, b"VALUE = 2\n" if info.filename == "ns/value.py" else data)
         self.assertEqual(self._run(edited), "value 2")
+
+    def test_a_pip_package_keeps_its_namespace_package(self):
+        """`google` has no `__init__.py` in protobuf: the archive must not add one (it
+        would hide the part of `google` left in runfiles), and must list the directory,
+        or zipimport finds no namespace package at all."""
+        out = self.root / "a.zip"
+        zipapp_main.pack(out, "app.main", self.modules, {"google/protobuf/__init__.py": b"V = 3\n"})
+        with zipfile.ZipFile(out) as archive:
+            self.assertNotIn("google/__init__.py", archive.namelist())
+            self.assertIn("google/", archive.namelist())
+        beside = self.root / "beside" / "google" / "other"
+        beside.mkdir(parents=True)
+        (beside / "__init__.py").write_text("V = 4\n")
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-S",
+                "-c",
+                "import google.protobuf as a, google.other as b; print(a.V, b.V)",
+            ],
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([str(out), str(self.root / "beside")]),
+            },
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout.split(), ["3", "4"])
+
+    def test_a_package_of_both_this_repository_and_a_pip_package_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "share google/"):
+            zipapp_main.pack(
+                self.root / "a.zip",
+                "app.main",
+                {**self.modules, "google/x.py": b""},
+                {"google/y.py": b""},
+            )
 
     def test_a_module_named_like_the_archive_entry_point_is_refused(self):
         with self.assertRaisesRegex(ValueError, "__main__"):
