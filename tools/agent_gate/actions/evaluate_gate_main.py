@@ -23,8 +23,11 @@ from proto import agent_gate_pb2
 def _resolver() -> evaluator_inputs.Resolve:
     files = runfiles.Create()
 
+    # The rule writes canonical paths (`<canonical repo>/<path>`), which no apparent
+    # name maps: the main repository's mapping leaves them as they are. Unnamed, the
+    # library would look for this module's file below runfiles, and it is in an archive.
     def resolve(rlocation: str) -> Path | None:
-        path = files.Rlocation(rlocation) if files else None
+        path = files.Rlocation(rlocation, source_repo="") if files else None
         return Path(path) if path and os.path.exists(path) else None
 
     return resolve
