@@ -1,16 +1,18 @@
 """Entry point of the PythonZipapp action: modules and their bytecode in one archive.
 
 Arguments: `--out ARCHIVE`, `--main MODULE`, then `--module NAME SOURCE` for each
-module, NAME being its path in the archive (`agent_gate/core/quorum.py`). It
-imports nothing of agent_gate: it packs it.
+module of agent_gate and `--site_module NAME SOURCE` for each of a pip package,
+NAME being its path in the archive (`agent_gate/core/quorum.py`). It imports
+nothing of agent_gate: it packs it.
 
 The archive is the same bytes for the same sources: fixed timestamps and modes,
 sorted names. Each `.pyc` sits beside its source, where zipimport looks, and
 holds a hash of that source, so zipimport checks it on import and compiles the
-source instead if the bytes or the interpreter differ. A directory without an
-`__init__.py` gets an empty one: a package of the archive is never a namespace
-portion that a regular package of the same name elsewhere on the path would
-take over.
+source instead if the bytes or the interpreter differ. A directory of
+agent_gate's without an `__init__.py` gets an empty one: its package is never a
+namespace portion that a regular package of the same name elsewhere on the path
+would take over. A pip package's directories stay as they are: protobuf's
+`google` is a namespace package whose native part stays outside the archive.
 """
 
 from __future__ import annotations
