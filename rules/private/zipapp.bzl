@@ -45,7 +45,7 @@ def _archive_name(path, roots):
             return path[len(root) + 1:]
     fail("unreachable: the repository's root is the last import root")
 
-def _site_modules(site):
+def _site_modules(ctx, site):
     """The `site` libraries' modules, by name in the archive; their runfiles left; their roots.
 
     A module's name is its path below the library's import root; what is not a module
@@ -62,7 +62,7 @@ def _site_modules(site):
             rest.append(library[DefaultInfo].default_runfiles.files)
             continue
         for source in library[PyInfo].transitive_sources.to_list():
-            path = _runfiles_path(source)
+            path = rlocation(ctx, source)
             root = [root for root in imports if path.startswith(root + "/")]
             if not root:
                 fail("%s: %s is below none of its library's import roots %s." % (library.label, path, imports))
@@ -88,9 +88,6 @@ def _packable(library):
             return False
     return True
 
-def _runfiles_path(file):
-    return file.short_path[3:] if file.short_path.startswith("../") else file.short_path
-
 def _python_zipapp_impl(ctx):
     python = python_interpreter(ctx)
     roots = _import_roots(ctx, ctx.attr.deps)
@@ -101,7 +98,7 @@ def _python_zipapp_impl(ctx):
                 modules[_archive_name(repo_relative(source), roots)] = source
     if ctx.file.main not in modules.values():
         fail("%s: main %s is not a module of deps." % (ctx.label, ctx.file.main.short_path))
-    site_modules, site_files, site_roots = _site_modules(ctx.attr.site)
+    site_modules, site_files, site_roots = _site_modules(ctx, ctx.attr.site)
     archive = ctx.actions.declare_file(ctx.label.name + ".zip")
     args = ctx.actions.args()
     args.add("--out", archive)
