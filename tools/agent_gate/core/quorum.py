@@ -323,15 +323,23 @@ class _Guards:
         )
 
     def hits(self, path: str) -> list[tuple[str, str]]:
-        """(prefix, why) for every guarded prefix covering the path."""
+        """(prefix, why) for every guarded prefix covering the path.
+
+        The walk of `component_prefixes`, inlined: it runs for every touched path,
+        twice, and most stop at the first component.
+        """
         found: list[tuple[str, str]] = []
         if not self._why:
             return found
-        for candidate in component_prefixes(path):
-            found.extend((candidate, why) for why in self._why.get(candidate, ()))
-            if candidate not in self._above:
-                break
-        return found
+        cut = path.find("/")
+        while True:
+            candidate = path if cut < 0 else path[:cut]
+            reasons = self._why.get(candidate)
+            if reasons:
+                found.extend((candidate, why) for why in reasons)
+            if cut < 0 or candidate not in self._above:
+                return found
+            cut = path.find("/", cut + 1)
 
 
 def _by_key(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
@@ -402,13 +410,13 @@ def _scan_diff(
     # Every row's predicate, matched or not: a patch that guts an unmatched predicate
     # would let the next patch break what it observed.
     srcs = _by_key((src, spec.id) for spec in inputs.catalog for src in spec.predicate_srcs)
-    beside: dict[str, list[str]] = {}  # directory of a predicate source -> owners
+    beside = _Guards()  # directory of a predicate source -> its owners
     for src, owners in srcs.items():
         normal = _normal_or_error(src, f"predicate source of {_names(owners)}", errors)
         if normal is not None:
             guards.add(normal, f"predicate source of {_names(owners)}")
             for owner in owners:
-                beside.setdefault(normal.rpartition("/")[0], []).append(owner)
+                beside.add(normal.rpartition("/")[0], owner)
     observed = {prefix for _, prefixes in catalog.entries for prefix in prefixes}
     packages = _by_key((spec.package.removesuffix("/"), spec.id) for spec in inputs.catalog)
     test_packages = _by_key(
@@ -557,25 +565,17 @@ def _unobserved(
     return [path for path in dict.fromkeys(paths) if not voters.hits(path)]
 
 
-def _beside_predicate(
-    path: str, directory: str, beside: Mapping[str, list[str]], observed: set[str]
-) -> list[str]:
+def _beside_predicate(path: str, directory: str, beside: _Guards, observed: set[str]) -> list[str]:
     """Owners of matched predicates the path sits beside, unless a locality observes it.
 
     A predicate is more than its `srcs`: helpers, golden data and the BUILD file
     declaring the test usually sit in the same directory tree. That tree is
     guarded, except for what a property's locality covers (product code, which
     patches may change). A predicate at the repository root guards only its
-    own directory's files, not the whole repository.
+    own directory's files, not the whole repository: the walk of a directory's
+    prefixes never reaches "", only the root directory itself is "".
     """
-    if not beside:
-        return []
-    found: list[str] = []
-    if directory == "":
-        found.extend(beside.get("", ()))
-    else:
-        for candidate in component_prefixes(directory):
-            found.extend(beside.get(candidate, ()))
+    found = [owner for _, owner in beside.hits(directory)]
     if not found or any(candidate in observed for candidate in component_prefixes(path)):
         return []
     return list(dict.fromkeys(found))
