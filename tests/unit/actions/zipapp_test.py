@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from absl.testing import absltest
@@ -57,21 +58,21 @@ def _site_path() -> list[str]:
     return [entry for entry in sys.path if not (Path(entry) / "agent_gate").is_dir()]
 
 
-def _run(
-    archive: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
+def _python(*args: str, path: Sequence[object] = ()) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` in a fresh interpreter with exactly `path` on PYTHONPATH."""
     return subprocess.run(
         [sys.executable, *args],
-        env={
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(archive), *_site_path()]),
-            **(env or {}),
-        },
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, path))},
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
     )
+
+
+def _run(archive: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` with the archive first on the path, then this test's pip packages."""
+    return _python(*args, path=[archive, *_site_path()])
 
 
 class BuiltArchivesTest(absltest.TestCase):
@@ -122,21 +123,14 @@ class BuiltArchivesTest(absltest.TestCase):
             "print(api_implementation.Type(), google.protobuf.__file__)\n"
         )
 
-        def implementation(path: list[str], *flags: str) -> list[str]:
-            done = subprocess.run(
-                [sys.executable, *flags, "-c", probe],
-                env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
-                capture_output=True,
-                text=True,
-                check=False,
-                timeout=60,
-            )
+        def implementation(path: list[object], *flags: str) -> list[str]:
+            done = _python(*flags, "-c", probe, path=path)
             self.assertEqual(done.returncode, 0, done.stderr)
             return done.stdout.split()
 
         own, _ = implementation([])
         # -S: nothing of the interpreter's site-packages, where protobuf may be too.
-        gate, location = implementation([str(archive), *map(str, sites)], "-S")
+        gate, location = implementation([archive, *sites], "-S")
         self.assertEqual(gate, own, location)
 
     def test_each_archive_runs_its_entry_point(self):
@@ -163,13 +157,7 @@ class PackTest(absltest.TestCase):
         return out
 
     def _run(self, archive: Path) -> str:
-        done = subprocess.run(
-            [sys.executable, "-I", str(archive)],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-        )
+        done = _python("-I", str(archive))
         self.assertEqual(done.returncode, 0, done.stderr)
         return done.stdout.strip()
 
@@ -208,22 +196,8 @@ class PackTest(absltest.TestCase):
         beside = self.root / "beside" / "google" / "other"
         beside.mkdir(parents=True)
         (beside / "__init__.py").write_text("V = 4\n")
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-S",
-                "-c",
-                "import google.protobuf as a, google.other as b; print(a.V, b.V)",
-            ],
-            env={
-                **os.environ,
-                "PYTHONPATH": os.pathsep.join([str(out), str(self.root / "beside")]),
-            },
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-        )
+        probe = "import google.protobuf as a, google.other as b; print(a.V, b.V)"
+        done = _python("-S", "-c", probe, path=[out, self.root / "beside"])
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(done.stdout.split(), ["3", "4"])
 
