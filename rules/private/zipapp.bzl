@@ -58,32 +58,30 @@ def _site_modules(ctx, site):
     for library in site:
         imports = library[PyInfo].imports.to_list()
         roots.extend(imports)
-        if not _packable(library):
+        sources = library[PyInfo].transitive_sources.to_list()
+        files = library[DefaultInfo].default_runfiles.files.to_list()
+        if not _packable(sources, files):
             rest.append(library[DefaultInfo].default_runfiles.files)
             continue
-        for source in library[PyInfo].transitive_sources.to_list():
+        for source in sources:
             path = rlocation(ctx, source)
             root = [root for root in imports if path.startswith(root + "/")]
             if not root:
                 fail("%s: %s is below none of its library's import roots %s." % (library.label, path, imports))
             modules[path[len(root[0]) + 1:]] = source
-        rest.append(depset([
-            file
-            for file in library[DefaultInfo].default_runfiles.files.to_list()
-            if file.extension not in ("py", "pyc")
-        ]))
+        rest.append(depset([file for file in files if file.extension not in ("py", "pyc")]))
     return modules, depset(transitive = rest), roots
 
-def _packable(library):
-    """Whether the library's modules can leave its native modules behind in runfiles.
+def _packable(sources, files):
+    """Whether a library's modules (`sources`) can leave its native modules behind in runfiles (`files`).
 
     They can when each native module sits in a namespace package (protobuf's
     `google/_upb/`), which Python assembles from the archive and the directory
     alike; not when one sits in a regular package (`google/protobuf/pyext/` of
     older protobuf), whose `__path__` would be the archive's alone.
     """
-    regular = {source.dirname: True for source in library[PyInfo].transitive_sources.to_list() if source.basename == "__init__.py"}
-    for file in library[DefaultInfo].default_runfiles.files.to_list():
+    regular = {source.dirname: True for source in sources if source.basename == "__init__.py"}
+    for file in files:
         if file.extension == "so" and file.dirname in regular:
             return False
     return True
