@@ -212,7 +212,7 @@ def module_at(path):
 
     `R/x.py` is module `x` of root `R`, and so is `R/x/__init__.py` (package `x`);
     a name ends at its first dot (`x.cpython-311-x86_64-linux-gnu.so` is `x`).
-    `module_at` in tools/agent_gate/core/quorum.py is the same rule.
+    `module_at` in tools/agent_gate/core/path_guards.py is the same rule.
 
     Args:
       path: a repo-relative path.

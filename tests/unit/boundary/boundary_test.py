@@ -20,7 +20,7 @@ from agent_gate.core.locality import (
     normalize_prefix,
     validate_prefix,
 )
-from agent_gate.core.quorum import module_at
+from agent_gate.core.path_guards import module_at
 from agent_gate.drive.gate_flags import GateInputError, encode_path
 
 

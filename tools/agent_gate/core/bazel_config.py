@@ -24,7 +24,11 @@ STARLARK_SUFFIXES = (".bzl", ".scl")
 
 
 def is_bazel_config(path: str) -> bool:
-    """Whether `path` (workspace-relative) names a file Bazel reads to configure itself."""
+    """Whether `path` (workspace-relative) names a file Bazel reads to configure itself.
+
+    By name only: the evaluator's tripwires (core/path_guards.py) are built from
+    these constants, so a rule of another kind needs a wire there too.
+    """
     parts = [part for part in path.split("/") if part not in ("", ".")]
     if not parts:
         return False

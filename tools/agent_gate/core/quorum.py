@@ -12,11 +12,9 @@ not run, and every other rule is the gate's own.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from agent_gate.core.bazel_config import is_bazel_config, is_starlark
 from agent_gate.core.locality import (
     LocalityIndex,
     component_prefixes,
@@ -27,7 +25,9 @@ from agent_gate.core.locality import (
 # Also quorum.RunOutcome and quorum.classify: they live apart so the runner, which
 # classifies its two runs in every PropertyDoubleRun action, need not import this module.
 from agent_gate.core.outcome import RunOutcome, classify
+from agent_gate.core.path_guards import SHADOWED_MODULES, PathGuards, PrefixGuards, module_at
 from agent_gate.core.pathdigest import changed_paths_digest
+from agent_gate.core.wording import names, plural
 from proto import agent_gate_pb2
 
 PRECEDENCE: tuple[str, ...] = (
@@ -40,35 +40,9 @@ PRECEDENCE: tuple[str, ...] = (
 )
 STRENGTHS = ("strong", "weak")
 LEDGER_STATES = ("open", "retired")
-BUILD_FILE_NAMES = ("BUILD", "BUILD.bazel")
-# Files an interpreter or test runner executes before the predicate's first line
-# (Python's site hooks, pytest's plugins, Java's service loader): product code placed
-# there runs inside the judge, so adding or editing one anywhere is review.
-IMPORT_HOOK_NAMES = ("sitecustomize.py", "usercustomize.py", "conftest.py", "pytest.ini")
-IMPORT_HOOK_SUFFIXES = (".pth",)
-IMPORT_HOOK_DIRECTORIES = ("META-INF/services",)
-# Files a test runner reads for its options before it collects a test: pytest's
-# `addopts = -k "not the_failing_test"` in one of them deselects what would fail.
-TEST_RUNNER_CONFIG_NAMES = (".pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini")
-# Modules a predicate imports before its first check: the standard library and the
-# test frameworks. One of these names as a top-level module on a test's import path
-# (`unittest.py` beside `imports = ["."]`) replaces the real one inside the judge.
-FRAMEWORK_MODULES = frozenset(
-    (
-        *("_pytest", "pytest", "absl", "hypothesis", "pluggy", "mock", "nose", "runfiles"),
-        # `python` is rules_python's runfiles package; `google` holds protobuf.
-        *("python", "google"),
-    )
-)
-# Top-level packages installed as namespace packages (no `__init__.py`): a directory
-# of that name at any depth below an import root joins them.
-NAMESPACE_PACKAGES = frozenset(("google",))
-SHADOWED_MODULES = frozenset(getattr(sys, "stdlib_module_names", ())) | FRAMEWORK_MODULES
 MAX_REPORTED_PATHS = 1000
 # What a full strong pass reports as the matching path of every strong row.
 FULL_PASS_MATCH = "(full strong pass)"
-# How many names a reason sentence spells out before summarizing the rest.
-_NAMES_SHOWN = 5
 
 
 @dataclass(frozen=True)
@@ -158,16 +132,6 @@ def _exits(outcome: RunOutcome) -> str:
         for code, timed_out in zip(outcome.exit_codes, outcome.timed_out, strict=True)
     )
     return "exit " + ", ".join(tokens)
-
-
-def _names(items: Sequence[str]) -> str:
-    shown = ", ".join(items[:_NAMES_SHOWN])
-    rest = len(items) - _NAMES_SHOWN
-    return f"{shown} and {rest} more" if rest > 0 else shown
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 @dataclass
@@ -304,44 +268,6 @@ def _check_ledger(inputs: GateInputs, known_ids: set[str], errors: list[str]) ->
     return view
 
 
-class _Guards:
-    """Protected path prefixes, each with why an agent may not touch it."""
-
-    def __init__(self) -> None:
-        self._why: dict[str, list[str]] = {}
-        # Every proper component prefix of a guarded prefix: a path's walk down its
-        # own prefixes stops as soon as no guard lies below, so a diff of paths far
-        # from every guard costs one or two lookups a path.
-        self._above: set[str] = set()
-
-    def add(self, prefix: str, why: str) -> None:
-        reasons = self._why.setdefault(prefix, [])
-        if why not in reasons:
-            reasons.append(why)
-        self._above.update(
-            candidate for candidate in component_prefixes(prefix) if candidate != prefix
-        )
-
-    def hits(self, path: str) -> list[tuple[str, str]]:
-        """(prefix, why) for every guarded prefix covering the path.
-
-        The walk of `component_prefixes`, inlined: it runs for every touched path,
-        twice, and most stop at the first component.
-        """
-        found: list[tuple[str, str]] = []
-        if not self._why:
-            return found
-        cut = path.find("/")
-        while True:
-            candidate = path if cut < 0 else path[:cut]
-            reasons = self._why.get(candidate)
-            if reasons:
-                found.extend((candidate, why) for why in reasons)
-            if cut < 0 or candidate not in self._above:
-                return found
-            cut = path.find("/", cut + 1)
-
-
 def _by_key(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     """Group values by key, first-seen order, each value once (dicts keep it linear)."""
     grouped: dict[str, dict[str, None]] = {}
@@ -388,7 +314,7 @@ def _scan_diff(
     errors: list[str],
 ) -> tuple[list[str], _Fixtures]:
     """Find guarded paths the diff touched, and the state of every sealed fixture."""
-    guards = _Guards()
+    guards = PrefixGuards()
     seals: list[tuple[FixtureSeal, str | None, str | None]] = []
     for seal in inputs.fixtures:
         root = _normal_or_error(seal.tree.root, "fixture seal root", errors)
@@ -410,92 +336,50 @@ def _scan_diff(
     # Every row's predicate, matched or not: a patch that guts an unmatched predicate
     # would let the next patch break what it observed.
     srcs = _by_key((src, spec.id) for spec in inputs.catalog for src in spec.predicate_srcs)
-    beside = _Guards()  # directory of a predicate source -> its owners
+    beside = PrefixGuards()  # directory of a predicate source -> its owners
     for src, owners in srcs.items():
-        normal = _normal_or_error(src, f"predicate source of {_names(owners)}", errors)
+        normal = _normal_or_error(src, f"predicate source of {names(owners)}", errors)
         if normal is not None:
-            guards.add(normal, f"predicate source of {_names(owners)}")
+            guards.add(normal, f"predicate source of {names(owners)}")
             for owner in owners:
                 beside.add(normal.rpartition("/")[0], owner)
-    observed = {prefix for _, prefixes in catalog.entries for prefix in prefixes}
-    packages = _by_key((spec.package.removesuffix("/"), spec.id) for spec in inputs.catalog)
-    test_packages = _by_key(
-        (package.removesuffix("/"), spec.id)
-        for spec in inputs.catalog
-        for package in spec.test_packages
+    path_guards = PathGuards(
+        guards=guards,
+        beside=beside,
+        observed={prefix for _, prefixes in catalog.entries for prefix in prefixes},
+        strong=_strong_prefixes(inputs, catalog),
+        # Errors in these prefixes are reported once, by _unobserved.
+        excused={prefix for prefix in _prefixes_or_errors(inputs.unobserved_ok, "", []) if prefix},
+        gate_package=inputs.gate_package.removesuffix("/"),
+        packages=_by_key((spec.package.removesuffix("/"), spec.id) for spec in inputs.catalog),
+        test_packages=_by_key(
+            (package.removesuffix("/"), spec.id)
+            for spec in inputs.catalog
+            for package in spec.test_packages
+        ),
+        closure=_by_key(
+            (package.removesuffix("/"), spec.id)
+            for spec in inputs.catalog
+            for package in spec.touched_closure_packages
+        ),
+        import_roots=_by_key(
+            (root.removesuffix("/"), spec.id)
+            for spec in inputs.catalog
+            for root in (
+                *spec.touched_import_roots,
+                # A test's own directory is first on its import path.
+                *(src.rpartition("/")[0] for src in spec.predicate_srcs),
+            )
+        ),
     )
-    gate_package = inputs.gate_package.removesuffix("/")
-    closure = _by_key(
-        (package.removesuffix("/"), spec.id)
-        for spec in inputs.catalog
-        for package in spec.touched_closure_packages
-    )
-    strong = _strong_prefixes(inputs, catalog)
-    # Errors in these prefixes are reported once, by _unobserved.
-    excused = {prefix for prefix in _prefixes_or_errors(inputs.unobserved_ok, "", []) if prefix}
-    import_roots = _by_key(
-        (root.removesuffix("/"), spec.id)
-        for spec in inputs.catalog
-        for root in (
-            *spec.touched_import_roots,
-            # A test's own directory is first on its import path.
-            *(src.rpartition("/")[0] for src in spec.predicate_srcs),
-        )
-    )
-
-    roots_at_or_below = _import_roots_at_or_below(import_roots)
     guarded: list[str] = []
     guarded_set: set[str] = set()
     touched: set[str] = set()
     for path in dict.fromkeys(paths):
-        hits = guards.hits(path)
+        if path_guards.clear(path):
+            continue
+        hits, whys = path_guards.whys(path)
         touched.update(prefix for prefix, _ in hits)
-        whys = [why for _, why in hits]
-        directory, _, name = path.rpartition("/")  # paths are normalized: no trailing '/'
-        if name in BUILD_FILE_NAMES:
-            if directory == gate_package:
-                whys.append("BUILD file declaring the agent_gate target")
-            if directory in packages:
-                whys.append(f"BUILD file defining property {_names(packages[directory])}")
-            if directory in test_packages:
-                whys.append(f"BUILD file declaring the test of {_names(test_packages[directory])}")
-        if is_starlark(name):
-            whys.append("Starlark: it can redefine properties, their predicates or the gate")
-        if is_bazel_config(path):
-            whys.append("Bazel configuration: it can replace the gate or rewrite its verdict")
-        if _is_import_hook(path, name):
-            whys.append("an import hook: it runs inside the judge before the predicate does")
-        if name in TEST_RUNNER_CONFIG_NAMES:
-            whys.append("test-runner configuration: it can change which checks the predicate runs")
-        owners = _beside_predicate(path, directory, beside, observed)
-        if owners:
-            whys.append(
-                f"beside the predicate of {_names(owners)} (its helpers, data or "
-                "BUILD file), observed by no property"
-            )
-        archive_of = roots_at_or_below.get(path, [])
-        if archive_of:
-            whys.append(
-                f"an archive or directory on the import path of the test of {_names(archive_of)}"
-                " (Python imports from it): a module in it can shadow any the test imports"
-            )
-        shadowed = _shadowed_module(path, import_roots)
-        if shadowed:
-            whys.append(
-                f"module {shadowed[0]!r} on the import path of the test of "
-                f"{_names(shadowed[1])}: it shadows the module of that name the test imports"
-            )
-        if name in BUILD_FILE_NAMES and _excused_build_file(path, excused, strong):
-            whys.append(
-                "BUILD file under unobserved_ok: an alias or config_setting in it can "
-                "redirect what a test reads, and no closure records its package"
-            )
-        read_by = _read_by_test(path, directory, closure, strong)
-        if read_by:
-            whys.append(
-                f"in package {read_by[0]!r} of the closure of the test of "
-                f"{_names(read_by[1])}, observed by no strong property"
-            )
         if whys:
             guarded.append(f"{path} ({'; '.join(whys)})")
             guarded_set.add(path)
@@ -536,14 +420,6 @@ def _scan_diff(
     return guarded, fixtures
 
 
-def _is_import_hook(path: str, name: str) -> bool:
-    if name in IMPORT_HOOK_NAMES or name.endswith(IMPORT_HOOK_SUFFIXES):
-        return True
-    return any(
-        path.startswith(hooks + "/") or f"/{hooks}/" in path for hooks in IMPORT_HOOK_DIRECTORIES
-    )
-
-
 def _strong_prefixes(inputs: GateInputs, catalog: _Catalog) -> set[str]:
     """Every prefix of a strong locality: the paths that have a voter."""
     strong = {spec.id for spec in inputs.catalog if spec.strength == "strong"}
@@ -557,114 +433,12 @@ def _unobserved(
 
     A weak property's locality does not count: weak never fills a strong gap.
     """
-    voters = _Guards()
+    voters = PrefixGuards()
     for prefix in _strong_prefixes(inputs, catalog):
         voters.add(prefix, "strong locality")
     for prefix in _prefixes_or_errors(inputs.unobserved_ok, "unobserved_ok prefix", errors):
         voters.add(prefix, "unobserved_ok")
     return [path for path in dict.fromkeys(paths) if not voters.hits(path)]
-
-
-def _beside_predicate(path: str, directory: str, beside: _Guards, observed: set[str]) -> list[str]:
-    """Owners of matched predicates the path sits beside, unless a locality observes it.
-
-    A predicate is more than its `srcs`: helpers, golden data and the BUILD file
-    declaring the test usually sit in the same directory tree. That tree is
-    guarded, except for what a property's locality covers (product code, which
-    patches may change). A predicate at the repository root guards only its
-    own directory's files, not the whole repository: the walk of a directory's
-    prefixes never reaches "", only the root directory itself is "".
-    """
-    found = [owner for _, owner in beside.hits(directory)]
-    if not found or any(candidate in observed for candidate in component_prefixes(path)):
-        return []
-    return list(dict.fromkeys(found))
-
-
-def _import_roots_at_or_below(import_roots: Mapping[str, list[str]]) -> dict[str, list[str]]:
-    """For each directory or file at or above an import root, the owners of the roots
-    there: what a touched path that is an archive on the import path is a part of.
-
-    `imports = ["vendor.zip"]` puts an archive on the import path: Python reads
-    every module in it as top-level, whatever the touched path is named. Built once
-    per evaluation, so each touched path is one lookup, not a scan of every root.
-    """
-    return _by_key(
-        (prefix, owner)
-        for root, owners in import_roots.items()
-        if root
-        for prefix in component_prefixes(root)
-        for owner in owners
-    )
-
-
-def _shadowed_module(
-    path: str, import_roots: Mapping[str, list[str]]
-) -> tuple[str, list[str]] | None:
-    """The standard or framework module a path would replace on a test's import path.
-
-    `R/x.py` is top-level module `x` of import root `R`, and so is `R/x/__init__.py`;
-    when `x` is a module the predicate imports, product code runs in its place. A
-    namespace package needs no `__init__.py` at all: `R/google/protobuf/x.py` is
-    merged into `google`, ahead of the installed protobuf.
-    """
-    candidates = [module_at(path)]
-    parts = path.split("/")
-    candidates.extend(
-        ("/".join(parts[:end]), parts[end])
-        for end in range(len(parts) - 1)
-        if parts[end] in NAMESPACE_PACKAGES
-    )
-    for root, module in candidates:
-        if module in SHADOWED_MODULES and root in import_roots:
-            return module, import_roots[root]
-    return None
-
-
-def module_at(path: str) -> tuple[str, str]:
-    """The import root a path would be a top-level module of, and that module.
-
-    `R/x.py` is module `x` of root `R`, and so is `R/x/__init__.py` (package `x`);
-    a name ends at its first dot. `module_at` in rules/private/paths.bzl is the
-    same rule (tests/unit/boundary/module_cases.bzl runs both).
-    """
-    directory, _, name = path.rpartition("/")
-    if name.startswith("__init__.") and directory:
-        parent, _, package = directory.rpartition("/")
-        return parent, package
-    return directory, name.split(".", 1)[0]
-
-
-def _excused_build_file(path: str, excused: set[str], strong: set[str]) -> bool:
-    """Whether a BUILD file would be excused by `unobserved_ok` alone.
-
-    A test's closure walk (an aspect) passes through an alias to its target and
-    never sees a `select()`'s config_setting, so their packages are in no
-    closure: retargeting an alias there empties a test's data unseen. A BUILD
-    file is build configuration, never prose: it needs a strong voter.
-    """
-    holders = list(component_prefixes(path))
-    if any(candidate in strong for candidate in holders):
-        return False
-    return any(candidate in excused for candidate in holders)
-
-
-def _read_by_test(
-    path: str, directory: str, closure: Mapping[str, list[str]], strong: set[str]
-) -> tuple[str, list[str]] | None:
-    """The innermost package of a test's closure holding the path, and its owners.
-
-    A test may read any file at or below a package of its closure: a source file,
-    a glob's new match, a BUILD file that splits the package. Unless a strong
-    locality covers the path, `unobserved_ok` must not excuse it.
-    """
-    if not closure or any(candidate in strong for candidate in component_prefixes(path)):
-        return None
-    holders = [""] + (list(component_prefixes(directory)) if directory else [])
-    for package in reversed(holders):
-        if package in closure:
-            return package, closure[package]
-    return None
 
 
 def _compare(seal: FixtureSeal) -> str:
@@ -818,7 +592,7 @@ def _fill_row(
     unsealed = [root for root in roots if fixtures.status_of(root) is None]
     if row.matched and unsealed:
         errors.append(
-            f"property {spec.id} reads fixture tree {_names(unsealed)} but no seal "
+            f"property {spec.id} reads fixture tree {names(unsealed)} but no seal "
             "was given for it; declare it with sealed_fixtures"
         )
     row.note = _note(
@@ -832,7 +606,7 @@ def _seal_advice(fixtures: _Fixtures) -> str:
     advice = ""
     if fixtures.stale:
         advice += (
-            f". It edits the sealed fixture tree {_names(fixtures.stale)} but not its seal "
+            f". It edits the sealed fixture tree {names(fixtures.stale)} but not its seal "
             "file: merged as it is, the committed seal is stale and every later score is "
             "fixture_fault until it is resealed; reseal in the same change, from the workspace "
             "root: `agent-gate seal ROOT > SEAL_FILE` (or `bazel run` the tree's "
@@ -840,7 +614,7 @@ def _seal_advice(fixtures: _Fixtures) -> str:
         )
     if fixtures.resealed:
         advice += (
-            f". It edits the sealed fixture tree {_names(fixtures.resealed)} and its seal file "
+            f". It edits the sealed fixture tree {names(fixtures.resealed)} and its seal file "
             "together: check that the new seal is the tree's (`agent-gate seal ROOT`) and that "
             "the fixtures should change"
         )
@@ -861,38 +635,38 @@ def _reasons(
     """Every rule of the table that fires, by decision."""
     reasons: dict[str, list[str]] = {decision: [] for decision in PRECEDENCE}
     if ledger.debt > inputs.debt_cap:
-        spent = f"; spent budgets count twice: {_names(ledger.spent)}" if ledger.spent else ""
+        spent = f"; spent budgets count twice: {names(ledger.spent)}" if ledger.spent else ""
         reasons["stop_queue"].append(
             f"stop_queue: ledger debt {ledger.debt} exceeds the debt cap {inputs.debt_cap} "
-            f"({_plural(len(ledger.counted), 'open row')}: {_names(ledger.counted)}{spent}); "
+            f"({plural(len(ledger.counted), 'open row')}: {names(ledger.counted)}{spent}); "
             "every agent patch stops until freezes are retired or a human overrides"
         )
     if fixtures.faults:
         reasons["fixture_fault"].append(
-            f"fixture_fault: sealed fixture tree {_names(fixtures.faults)} no longer matches "
+            f"fixture_fault: sealed fixture tree {names(fixtures.faults)} no longer matches "
             "its committed seal and the diff did not touch it; the base tree drifted: "
             "no freeze, not a flake"
         )
     if errors:
         reasons["review"].append(
-            f"review: {_plural(len(errors), 'configuration error')}, the gate fails closed: "
-            f"{_names(errors)}"
+            f"review: {plural(len(errors), 'configuration error')}, the gate fails closed: "
+            f"{names(errors)}"
         )
     if guarded:
         reasons["review"].append(
-            f"review: the diff touches what an agent may not touch: {_names(guarded)}; "
+            f"review: the diff touches what an agent may not touch: {names(guarded)}; "
             f"a human must look{_seal_advice(fixtures)}"
         )
     if unsandboxed:
         reasons["review"].append(
             f"review: the build of a matched property's test would run unsandboxed or with the "
-            f"network: {_names(unsandboxed)}; the gate does not run what it cannot sandbox: a "
+            f"network: {names(unsandboxed)}; the gate does not run what it cannot sandbox: a "
             "human must look"
         )
     if unobserved:
         reasons["review"].append(
-            f"review: {_plural(len(unobserved), 'touched path')} in no strong property's "
-            f"locality, so no one votes on them: {_names(unobserved)}; a human must look (a "
+            f"review: {plural(len(unobserved), 'touched path')} in no strong property's "
+            f"locality, so no one votes on them: {names(unobserved)}; a human must look (a "
             "gate may list prefixes that need no vote in unobserved_ok)"
         )
     if not tally.strong_matched and inputs.full_pass:
@@ -903,41 +677,41 @@ def _reasons(
     elif not tally.strong_matched:
         reasons["review"].append(
             "review: no strong property's locality overlaps the diff "
-            f"({_plural(len(inputs.changed_paths), 'changed path')}); do not invent a "
+            f"({plural(len(inputs.changed_paths), 'changed path')}); do not invent a "
             "locality, hand the diff to a reviewer"
         )
     if tally.build_broken:
         reasons["reject"].append(
-            f"reject: the patch breaks the build of the test of {_names(tally.build_broken)}, "
+            f"reject: the patch breaks the build of the test of {names(tally.build_broken)}, "
             "which builds at the base; fix the build (Bazel's error is in the report)"
         )
     if tally.strong_failed:
         noun = "property" if len(tally.strong_failed) == 1 else "properties"
         reasons["reject"].append(
-            f"reject: strong {noun} {_names(tally.strong_failed)}; do not freeze"
+            f"reject: strong {noun} {names(tally.strong_failed)}; do not freeze"
         )
     if tally.strong_matched and not tally.strong_voting:
         reasons["reject"].append(
             "reject: empty strong quorum: every matched strong property is frozen "
-            f"({_names(tally.strong_matched)}); excluded is not a pass"
+            f"({names(tally.strong_matched)}); excluded is not a pass"
         )
     if tally.weak_failed:
         noun = "property" if len(tally.weak_failed) == 1 else "properties"
-        reasons["reject"].append(f"reject: weak {noun} {_names(tally.weak_failed)}; do not freeze")
+        reasons["reject"].append(f"reject: weak {noun} {names(tally.weak_failed)}; do not freeze")
     if tally.flaked:
         reasons["hold"].append(
-            f"hold: {_names(tally.flaked)} across two runs; a flake is not a pass; open a "
+            f"hold: {names(tally.flaked)} across two runs; a flake is not a pass; open a "
             "freeze only after the same split on the unmodified tree with the same seal"
         )
     if not any(reasons.values()):
         excluded = (
-            f"; excluded by open freezes, not passes: {_names(tally.frozen_matched)}"
+            f"; excluded by open freezes, not passes: {names(tally.frozen_matched)}"
             if tally.frozen_matched
             else ""
         )
         reasons["promote"].append(
             "promote: every voting strong property passed twice "
-            f"({_names(tally.strong_voting)}); no matched weak property failed{excluded}"
+            f"({names(tally.strong_voting)}); no matched weak property failed{excluded}"
         )
     return reasons
 
