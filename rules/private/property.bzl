@@ -95,7 +95,12 @@ def _walk(target, rule_attr):
     packages = {}
     modules = []
     for name in dir(rule_attr):
-        for item in _targets(getattr(rule_attr, name)):
+        value = getattr(rule_attr, name)
+
+        # Most attributes are unset or empty (None, False, "", []): no call, no type().
+        if not value:
+            continue
+        for item in _targets(value):
             if TestClosureInfo in item:
                 below.append(item[TestClosureInfo])
             if item.label.workspace_root:
