@@ -95,7 +95,7 @@ class PrefixGuards:
         """(prefix, why) for every guarded prefix covering the path.
 
         The walk of `component_prefixes`, inlined: it runs for every touched path
-        that trips a wire, and most stop at the first component.
+        (the tripwires' and the voters' walks), and most stop at the first component.
         """
         found: list[tuple[str, str]] = []
         if not self._why:
@@ -126,20 +126,15 @@ class PathGuards:
     closure: Mapping[str, list[str]]  # package of a test's closure -> property ids
     import_roots: Mapping[str, list[str]]  # directory on a test's import path -> ids
     _at_or_above_roots: dict[str, list[str]] = field(init=False)
-    _wired: set[str] = field(init=False)
-    _wired_above: set[str] = field(init=False)
+    _wired: PrefixGuards = field(init=False)
 
     def __post_init__(self) -> None:
         self._at_or_above_roots = _import_roots_at_or_below(self.import_roots)
         # Prefix wires: what the prefix guards below a path look up (`guards` and
         # `closure` over the path's prefixes, `beside` over its directory's).
-        self._wired = {*self.guards.prefixes(), *self.beside.prefixes(), *self.closure}
-        self._wired_above = {
-            candidate
-            for prefix in self._wired
-            for candidate in component_prefixes(prefix)
-            if candidate != prefix
-        }
+        self._wired = PrefixGuards()
+        for prefix in (*self.guards.prefixes(), *self.beside.prefixes(), *self.closure):
+            self._wired.add(prefix, "wired")
 
     def clear(self, path: str) -> bool:
         """True only when no guard of `whys` can fire for the path (its tripwires).
@@ -150,7 +145,7 @@ class PathGuards:
         """
         directory, _, name = path.rpartition("/")
         if (
-            "" in self._wired
+            "" in self._wired.prefixes()
             or name in _WIRED_NAMES
             or name.startswith(_WIRED_NAME_PREFIXES)
             or name.endswith(_WIRED_SUFFIXES)
@@ -161,14 +156,7 @@ class PathGuards:
         for wired in _WIRED_DIRECTORIES:  # a substring test first: splitting costs more
             if wired in directory and wired in directory.split("/"):
                 return False
-        cut = path.find("/")
-        while True:
-            candidate = path if cut < 0 else path[:cut]
-            if candidate in self._wired:
-                return False
-            if cut < 0 or candidate not in self._wired_above:
-                return True
-            cut = path.find("/", cut + 1)
+        return not self._wired.hits(path)
 
     def whys(self, path: str) -> tuple[list[tuple[str, str]], list[str]]:
         """(the prefix guards' hits, every reason the path is guarded): every guard in full."""
@@ -224,6 +212,14 @@ class PathGuards:
         return hits, whys
 
 
+def by_key(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """Group values by key, first-seen order, each value once (dicts keep it linear)."""
+    grouped: dict[str, dict[str, None]] = {}
+    for key, value in pairs:
+        grouped.setdefault(key, {})[value] = None
+    return {key: list(values) for key, values in grouped.items()}
+
+
 def module_at(path: str) -> tuple[str, str]:
     """The import root a path would be a top-level module of, and that module.
 
@@ -272,14 +268,13 @@ def _import_roots_at_or_below(import_roots: Mapping[str, list[str]]) -> dict[str
     every module in it as top-level, whatever the touched path is named. Built once
     per evaluation, so each touched path is one lookup, not a scan of every root.
     """
-    grouped: dict[str, dict[str, None]] = {}
-    for root, owners in import_roots.items():
-        if not root:
-            continue
-        for prefix in component_prefixes(root):
-            for owner in owners:
-                grouped.setdefault(prefix, {})[owner] = None
-    return {prefix: list(owners) for prefix, owners in grouped.items()}
+    return by_key(
+        (prefix, owner)
+        for root, owners in import_roots.items()
+        if root
+        for prefix in component_prefixes(root)
+        for owner in owners
+    )
 
 
 def _shadowed_module(

@@ -25,7 +25,13 @@ from agent_gate.core.locality import (
 # Also quorum.RunOutcome and quorum.classify: they live apart so the runner, which
 # classifies its two runs in every PropertyDoubleRun action, need not import this module.
 from agent_gate.core.outcome import RunOutcome, classify
-from agent_gate.core.path_guards import SHADOWED_MODULES, PathGuards, PrefixGuards, module_at
+from agent_gate.core.path_guards import (
+    SHADOWED_MODULES,
+    PathGuards,
+    PrefixGuards,
+    by_key,
+    module_at,
+)
 from agent_gate.core.pathdigest import changed_paths_digest
 from agent_gate.core.wording import names, plural
 from proto import agent_gate_pb2
@@ -268,14 +274,6 @@ def _check_ledger(inputs: GateInputs, known_ids: set[str], errors: list[str]) ->
     return view
 
 
-def _by_key(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    """Group values by key, first-seen order, each value once (dicts keep it linear)."""
-    grouped: dict[str, dict[str, None]] = {}
-    for key, value in pairs:
-        grouped.setdefault(key, {})[value] = None
-    return {key: list(values) for key, values in grouped.items()}
-
-
 def _normal_or_error(path: str, what: str, errors: list[str]) -> str | None:
     try:
         return normalize_path(path)
@@ -310,7 +308,6 @@ def _scan_diff(
     inputs: GateInputs,
     paths: Sequence[str],
     catalog: _Catalog,
-    matched: Mapping[str, str],
     errors: list[str],
 ) -> tuple[list[str], _Fixtures]:
     """Find guarded paths the diff touched, and the state of every sealed fixture."""
@@ -335,7 +332,7 @@ def _scan_diff(
         guards.add(prefix, f"the rule set ({prefix})")
     # Every row's predicate, matched or not: a patch that guts an unmatched predicate
     # would let the next patch break what it observed.
-    srcs = _by_key((src, spec.id) for spec in inputs.catalog for src in spec.predicate_srcs)
+    srcs = by_key((src, spec.id) for spec in inputs.catalog for src in spec.predicate_srcs)
     beside = PrefixGuards()  # directory of a predicate source -> its owners
     for src, owners in srcs.items():
         normal = _normal_or_error(src, f"predicate source of {names(owners)}", errors)
@@ -351,18 +348,18 @@ def _scan_diff(
         # Errors in these prefixes are reported once, by _unobserved.
         excused={prefix for prefix in _prefixes_or_errors(inputs.unobserved_ok, "", []) if prefix},
         gate_package=inputs.gate_package.removesuffix("/"),
-        packages=_by_key((spec.package.removesuffix("/"), spec.id) for spec in inputs.catalog),
-        test_packages=_by_key(
+        packages=by_key((spec.package.removesuffix("/"), spec.id) for spec in inputs.catalog),
+        test_packages=by_key(
             (package.removesuffix("/"), spec.id)
             for spec in inputs.catalog
             for package in spec.test_packages
         ),
-        closure=_by_key(
+        closure=by_key(
             (package.removesuffix("/"), spec.id)
             for spec in inputs.catalog
             for package in spec.touched_closure_packages
         ),
-        import_roots=_by_key(
+        import_roots=by_key(
             (root.removesuffix("/"), spec.id)
             for spec in inputs.catalog
             for root in (
@@ -730,7 +727,7 @@ def evaluate(inputs: GateInputs) -> agent_gate_pb2.GateReport:
     catalog = _check_catalog(inputs.catalog, errors)
     matched = _matched(inputs, catalog, paths)
     ledger = _check_ledger(inputs, catalog.ids, errors)
-    guarded, fixtures = _scan_diff(inputs, paths, catalog, matched, errors)
+    guarded, fixtures = _scan_diff(inputs, paths, catalog, errors)
     # A module the build generates at the top of a matched test's import path, named
     # like one it imports, runs in that module's place: no touched path is named so.
     guarded += [
