@@ -107,7 +107,8 @@ def _walk(target, rule_attr):
                 continue
             packages[item.label.package] = True
 
-            # A generated file named as an output (`:unittest.py`): its rule may not be walked.
+            # A generated file named as an output (`:unittest.py`) may be an implicit
+            # output, which its rule's own `files` do not list.
             if item.label.name.endswith(_MODULE_SUFFIXES):
                 modules.extend(_generated_modules(item.files.to_list()))
     if not target.label.workspace_root:
@@ -183,6 +184,9 @@ def _test_closure_aspect_impl(target, ctx):
 test_closure_aspect = aspect(
     implementation = _test_closure_aspect_impl,
     attr_aspects = ["*"],
+    # A dependency named by an output file (`data = [":pwn.txt"]`) is its generating
+    # rule: without this the walk stops at the file and never sees a `local = 1` genrule.
+    apply_to_generating_rules = True,
     doc = "Walks a wrapped test's closure: the targets that would run unsandboxed, so the " +
           "gate can refuse (review) what it cannot force into the sandbox, and the packages " +
           "whose files the test reads, so `unobserved_ok` never excuses a patch to them, and " +

@@ -80,6 +80,7 @@ def _unsandboxed_closure_test_impl(ctx):
     data = "//tests/analysis/testdata"
     expected = [
         "%s (local = True)" % Label(data + ":local_gen"),
+        "%s (local = True)" % Label(data + ":output_local_gen"),
         "%s (tags = [\"no-sandbox\"], tags = [\"requires-network\"])" % Label(data + ":no_sandbox_gen"),
     ]
     asserts.equals(env, sorted(expected), sorted(info.unsandboxed.to_list()), "unsandboxed targets")

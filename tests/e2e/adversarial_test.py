@@ -1264,12 +1264,16 @@ _agree_with_the_fixture()
         self.assertNotEqual(run.exit_code, 0)
         return run
 
-    def test_plain_bazel_test_refuses_an_unsandboxed_closure_without_running_it(self):
-        """No CLI flags: the rule set alone names the `local = 1` genrule and never runs it."""
+    def _plain_bazel_test_refuses_a_local_genrule(self, reference: str, tally_key: str) -> None:
+        """The patch wires a `local = 1` genrule into calc.sums' test as `data = [reference]`.
+
+        No CLI flags: the rule set alone must name the genrule and never build it.
+        """
         self.repo.base()
         root = self.repo.root
-        marker = Path(f"/var/tmp/agent_gate_poison_plain_{os.getpid()}")
+        marker = Path(f"/var/tmp/agent_gate_poison_{tally_key}_{os.getpid()}")
         marker.unlink(missing_ok=True)
+        self.addCleanup(marker.unlink, missing_ok=True)
         rule = (
             '\ngenrule(\n    name = "pwn",\n    outs = ["pwn.txt"],\n'
             f'    cmd = "touch {marker}; echo ran > $@",\n    local = 1,\n)\n'
@@ -1278,12 +1282,13 @@ _agree_with_the_fixture()
         original = build.read_text()
         build.write_text(
             original.replace(
-                '    srcs = glob(["*.py"]),\n', '    srcs = glob(["*.py"]),\n    data = [":pwn"],\n'
+                '    srcs = glob(["*.py"]),\n',
+                f'    srcs = glob(["*.py"]),\n    data = ["{reference}"],\n',
             )
             + rule
         )
         self.addCleanup(lambda: _git(root, "checkout", "--", "lib/calc/BUILD.bazel"))
-        run = self._plain_gate(["lib/calc/BUILD.bazel"], "plain_bazel_test_unsandboxed_closure")
+        run = self._plain_gate(["lib/calc/BUILD.bazel"], tally_key)
         self.assertTrue(
             any(
                 t.startswith("//lib/calc:pwn (local = True)")
@@ -1293,6 +1298,20 @@ _agree_with_the_fixture()
         )
         self.assertEqual(run.report.rows[0].classification, "not_run")
         self.assertFalse(marker.exists(), "the gate ran the unsandboxed genrule")
+
+    def test_plain_bazel_test_refuses_an_unsandboxed_closure_without_running_it(self):
+        self._plain_bazel_test_refuses_a_local_genrule(
+            ":pwn", "plain_bazel_test_unsandboxed_closure"
+        )
+
+    def test_plain_bazel_test_refuses_an_unsandboxed_genrule_named_by_its_output(self):
+        """`data = [":pwn.txt"]`: a dependency on an output file is one on its generating rule.
+
+        An aspect stops at a file unless it applies to generating rules: before the
+        fix the walk never saw the genrule, which ran on the host, and plain
+        `bazel test` promoted.
+        """
+        self._plain_bazel_test_refuses_a_local_genrule(":pwn.txt", "plain_bazel_test_output_file")
 
     def test_plain_bazel_test_refuses_an_unsandboxed_target_behind_a_label_dict(self):
         """A `local = 1` genrule reached through a base rule's `label_keyed_string_dict`.

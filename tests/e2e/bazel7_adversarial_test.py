@@ -4,16 +4,16 @@ The same harness as tests/e2e/adversarial_test.py, with tools/bazel7 as the
 Bazel the CLI runs: the monorepo under attack is built from its MODULE.bazel,
 with the defaults Bazel 8 and 9 flipped (tools/bazel7.bazelrc). What runs here:
 actions that opt out of the sandbox (`local = 1`, no-sandbox tags,
-exec_properties, a base rule's execution requirements, a plain `bazel test`
-of an unsandboxed closure, a `local = 1` genrule in a base local_repository in
-a locality, through the CLI and plain `bazel test`), what runs on the host (a
-repository rule's script, a `--workspace_status_command` script the base rc
-file names), rc-file routes (the workspace .bazelrc, an imported rc file with
---run_under, imports only Bazel's own reader resolves, a nested rc file, the
-flags of a path list past 64 KiB through an rc file with crafted names),
-launcher routes (a tools/bazel, a symlinked tools directory, a symlink loop),
-new files below Bazel's convenience symlinks, a `.scl` file (Bazel >= 7 only)
-and an included `*.MODULE.bazel`.
+exec_properties, a base rule's execution requirements, a plain `bazel test` of
+an unsandboxed closure (a genrule named by its label or by its output), a
+`local = 1` genrule in a base local_repository in a locality, through the CLI
+and plain `bazel test`), what runs on the host (a repository rule's script, a
+`--workspace_status_command` script the base rc file names), rc-file routes
+(the workspace .bazelrc, an imported rc file with --run_under, imports only
+Bazel's own reader resolves, a nested rc file, the flags of a path list past 64
+KiB through an rc file with crafted names), launcher routes (a tools/bazel, a
+symlinked tools directory, a symlink loop), new files below Bazel's convenience
+symlinks, a `.scl` file (Bazel >= 7 only) and an included `*.MODULE.bazel`.
 The lane has no launcher: tools/bazel7 execs the sid root's Bazel binary, so
 the case of a launcher committed at the base (Debian's 4.2.3 `bazel` script)
 runs on the 4.2.3 lane only. One scoring worktree and so one server.
@@ -37,6 +37,7 @@ LANE_TESTS = {
         "test_genrule_with_exec_properties_runs_in_the_sandbox_anyway",
         "test_base_rule_that_opts_out_runs_in_the_sandbox_anyway",
         "test_plain_bazel_test_refuses_an_unsandboxed_closure_without_running_it",
+        "test_plain_bazel_test_refuses_an_unsandboxed_genrule_named_by_its_output",
         "test_plain_bazel_test_refuses_an_unsandboxed_target_behind_a_label_dict",
         "test_local_repository_of_the_base_in_a_locality",
         "test_plain_bazel_test_refuses_a_local_genrule_of_an_in_tree_repository",
