@@ -309,6 +309,14 @@ class PathsAndCodesTest(absltest.TestCase):
         paths = score.report_paths(None, Path("/state"), "run-7")
         self.assertEqual(paths, tuple(Path("/state/run-7" + s) for s in (".json", ".md", ".xml")))
 
+    def test_report_paths_in_an_existing_directory(self):
+        folder = Path(self.create_tempdir().full_path)
+        paths = score.report_paths(folder, Path("/state"), "run-8")
+        self.assertEqual(paths, tuple(folder / f"run-8{s}" for s in (".json", ".md", ".xml")))
+        # A name that is not a directory yet stays a file name.
+        paths = score.report_paths(folder / "new", Path("/state"), "run-8")
+        self.assertEqual(paths[0], folder / "new")
+
     def test_exit_codes_are_the_contract(self):
         self.assertEqual(
             {decision: exit_codes.exit_code(decision) for decision in quorum.PRECEDENCE},

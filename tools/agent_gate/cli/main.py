@@ -115,7 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--base", type=_text, default="HEAD", help="revision to apply it to (default HEAD)"
     )
     score.add_argument(
-        "--report", type=Path, default=None, help="write OUT.json, OUT.md and OUT.xml (JUnit)"
+        "--report",
+        type=Path,
+        default=None,
+        help="write OUT.json, OUT.md and OUT.xml (JUnit); an existing directory gets RUN_ID.json",
     )
     score.add_argument(
         "--override-ignore",

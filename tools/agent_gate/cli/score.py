@@ -327,8 +327,17 @@ def _printable(path: str) -> str:
 
 
 def report_paths(requested: Path | None, default_dir: Path, run_id: str) -> tuple[Path, Path, Path]:
-    """Where the JSON report, its Markdown summary and JUnit XML go (`OUT.json`, `.md`, `.xml`)."""
-    out = requested.absolute() if requested is not None else default_dir / f"{run_id}.json"
+    """Where the JSON report, its Markdown summary and JUnit XML go (`OUT.json`, `.md`, `.xml`).
+
+    An existing directory as `--report` holds `<run id>.json` and its siblings, as the
+    state directory does: writing the report over the directory would fail after the score.
+    """
+    if requested is None:
+        out = default_dir / f"{run_id}.json"
+    elif requested.is_dir():
+        out = requested.absolute() / f"{run_id}.json"
+    else:
+        out = requested.absolute()
 
     def beside(suffix: str) -> Path:
         return (
