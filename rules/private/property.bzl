@@ -36,6 +36,8 @@ TestClosureInfo = provider(
 _OPT_OUT_TAGS = [
     "local",
     "no-sandbox",
+    # The legacy spelling: Bazel 7 still honours it as an `exec_properties` key.
+    "nosandbox",
     "no-remote",
     "no-remote-exec",
     "requires-network",

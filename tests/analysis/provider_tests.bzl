@@ -79,6 +79,7 @@ def _unsandboxed_closure_test_impl(ctx):
     info = analysistest.target_under_test(env)[PropertyInfo]
     data = "//tests/analysis/testdata"
     expected = [
+        "%s (exec_properties[\"nosandbox\"])" % Label(data + ":legacy_key_gen"),
         "%s (local = True)" % Label(data + ":local_gen"),
         "%s (local = True)" % Label(data + ":output_local_gen"),
         "%s (tags = [\"no-sandbox\"], tags = [\"requires-network\"])" % Label(data + ":no_sandbox_gen"),

@@ -1264,8 +1264,15 @@ _agree_with_the_fixture()
         self.assertNotEqual(run.exit_code, 0)
         return run
 
-    def _plain_bazel_test_refuses_a_local_genrule(self, reference: str, tally_key: str) -> None:
-        """The patch wires a `local = 1` genrule into calc.sums' test as `data = [reference]`.
+    def _plain_bazel_test_refuses_a_local_genrule(
+        self,
+        reference: str,
+        tally_key: str,
+        opt_out: str = "local = 1,",
+        why: str = "local = True",
+    ) -> None:
+        """The patch wires a genrule that opts out (`opt_out`) into calc.sums' test as
+        `data = [reference]`.
 
         No CLI flags: the rule set alone must name the genrule and never build it.
         """
@@ -1276,7 +1283,7 @@ _agree_with_the_fixture()
         self.addCleanup(marker.unlink, missing_ok=True)
         rule = (
             '\ngenrule(\n    name = "pwn",\n    outs = ["pwn.txt"],\n'
-            f'    cmd = "touch {marker}; echo ran > $@",\n    local = 1,\n)\n'
+            f'    cmd = "touch {marker}; echo ran > $@",\n    {opt_out}\n)\n'
         )
         build = root / "lib/calc/BUILD.bazel"
         original = build.read_text()
@@ -1291,7 +1298,7 @@ _agree_with_the_fixture()
         run = self._plain_gate(["lib/calc/BUILD.bazel"], tally_key)
         self.assertTrue(
             any(
-                t.startswith("//lib/calc:pwn (local = True)")
+                t.startswith(f"//lib/calc:pwn ({why})")
                 for t in _main_repo_labels(run.report.unsandboxed_targets)
             ),
             run.report.unsandboxed_targets,
@@ -1312,6 +1319,19 @@ _agree_with_the_fixture()
         `bazel test` promoted.
         """
         self._plain_bazel_test_refuses_a_local_genrule(":pwn.txt", "plain_bazel_test_output_file")
+
+    def test_plain_bazel_test_refuses_the_legacy_nosandbox_key(self):
+        """`exec_properties = {"nosandbox": "1"}`: Bazel 7 runs the genrule on the host.
+
+        The rule set knew only `no-sandbox`: on 7.7.1 the genrule ran on the host and
+        the gate promoted (Bazel 4.2.3 ignores the key and sandboxes it).
+        """
+        self._plain_bazel_test_refuses_a_local_genrule(
+            ":pwn",
+            "plain_bazel_test_legacy_nosandbox",
+            opt_out='exec_properties = {"nosandbox": "1"},',
+            why='exec_properties["nosandbox"]',
+        )
 
     def test_plain_bazel_test_refuses_an_unsandboxed_target_behind_a_label_dict(self):
         """A `local = 1` genrule reached through a base rule's `label_keyed_string_dict`.

@@ -24,6 +24,7 @@ TMPFS_PATHS = ("/tmp", "/dev/shm")
 OPT_OUT_KEYS = (
     "local",
     "no-sandbox",
+    "nosandbox",  # the legacy spelling, still honoured by Bazel 7
     "no-remote",
     "no-remote-exec",
     "no-remote-cache",
