@@ -133,6 +133,20 @@ def _import_roots(package, imports):
         roots.append("/".join(parts))
     return roots
 
+# The repositories Bazel itself generates, by their WORKSPACE names. A prefix would
+# not do: a base's `local_repository(name = "local_config_vendored")` is the patch's
+# to edit.
+_BAZELS_OWN_REPOSITORIES = [
+    "bazel_tools",
+    "local_config_apple_cc",
+    "local_config_apple_cc_toolchains",
+    "local_config_cc",
+    "local_config_cc_toolchains",
+    "local_config_platform",
+    "local_config_sh",
+    "local_config_xcode",
+]
+
 def _bazels_own_repository(label):
     """Whether the label is in a repository Bazel itself provides or generates.
 
@@ -141,10 +155,13 @@ def _bazels_own_repository(label):
     rule set cannot tell it from a pinned download.
     """
     name = label.workspace_name
+    if name in _BAZELS_OWN_REPOSITORIES:
+        return True
 
-    # Under bzlmod an extension's repository is `<module>~<extension>~<name>` (or `+`).
-    apparent = name.replace("+", "~").split("~")[-1]
-    return name == "bazel_tools" or apparent.startswith("local_config_")
+    # Under bzlmod an extension's repository is `<module>~<extension>~<name>` (or
+    # `+`): Bazel's own are bazel_tools' extensions'. No other module can take that prefix.
+    parts = name.replace("+", "~").split("~")
+    return len(parts) > 1 and parts[0] == "bazel_tools" and parts[-1] in _BAZELS_OWN_REPOSITORIES
 
 # Most targets add nothing to most fields: they share one empty depset, and a target
 # with one contributor below hands its depset on, so the walk allocates little.

@@ -1537,7 +1537,7 @@ _agree_with_the_fixture()
         for marker in markers:
             self.assertFalse(marker.exists(), f"the genrule wrote {marker} outside its sandbox")
 
-    def _vendored_repository(self, root: Path) -> None:
+    def _vendored_repository(self, root: Path, name: str = "vendored") -> None:
         """The base declares a local_repository in calc.sums' locality (a vendored library)."""
         _write(root, "lib/calc/vendored/WORKSPACE", "")
         _write(root, "lib/calc/vendored/REPO.bazel", "")
@@ -1547,7 +1547,7 @@ _agree_with_the_fixture()
             'filegroup(\n    name = "data",\n    srcs = [],\n'
             '    visibility = ["//visibility:public"],\n)\n',
         )
-        declare = 'local_repository(\n    name = "vendored",\n    path = "lib/calc/vendored",\n)\n'
+        declare = f'local_repository(\n    name = "{name}",\n    path = "lib/calc/vendored",\n)\n'
         with (root / "WORKSPACE").open("a") as workspace:
             workspace.write("\n" + declare)
         with (root / "MODULE.bazel").open("a") as module:
@@ -1560,7 +1560,7 @@ _agree_with_the_fixture()
             root,
             "lib/calc/BUILD.bazel",
             '    srcs = glob(["*.py"]),\n',
-            '    srcs = glob(["*.py"]),\n    data = ["@vendored//:data"],\n',
+            f'    srcs = glob(["*.py"]),\n    data = ["@{name}//:data"],\n',
         )
 
     def _vendored_genrule(self, root: Path, mark: str) -> None:
@@ -1676,16 +1676,33 @@ _agree_with_the_fixture()
 
     def test_plain_bazel_test_refuses_a_local_genrule_of_an_in_tree_repository(self):
         """The same patch under plain `bazel test //:agent_gate`, without the CLI's flags."""
-        mark = "vendored_plain"
+        self._plain_in_tree_repository_case("vendored", "plain_bazel_test_in_tree_repository")
+
+    def test_plain_bazel_test_refuses_a_repository_named_like_bazels_own(self):
+        """The in-tree repository is called `local_config_vendored`.
+
+        The rule set trusted every repository named `local_config_*` as Bazel's own:
+        the genrule ran on the host and plain `bazel test` promoted, on both lanes.
+        """
+        self._plain_in_tree_repository_case(
+            "local_config_vendored", "plain_bazel_test_local_config_named_repository"
+        )
+
+    def _plain_in_tree_repository_case(self, name: str, tally_key: str) -> None:
+        mark = f"{name}_plain"
         marker = Path(f"/tmp/agent_gate_poison_{mark}")
         marker.unlink(missing_ok=True)
         self.addCleanup(marker.unlink, missing_ok=True)
-        base = self.repo.base(self._vendored_repository)
+        base = self.repo.base(lambda root: self._vendored_repository(root, name))
         root = self.repo.root
         self._vendored_genrule(root, mark)
         self.addCleanup(self.repo.base)
         changed = ["lib/calc/calc.py", "lib/calc/vendored/BUILD.bazel"]
-        self._plain_gate(changed, "plain_bazel_test_in_tree_repository")
+        run = self._plain_gate(changed, tally_key)
+        self.assertTrue(
+            any(f"{name}//:data (local = True)" in t for t in run.report.unsandboxed_targets),
+            run.report.unsandboxed_targets,
+        )
         self.assertEqual(self.repo.sha(), base)
         self.assertFalse(marker.exists(), "plain bazel test ran the genrule on the host")
         self.assertEqual(

@@ -42,6 +42,7 @@ LANE_TESTS = {
         "test_plain_bazel_test_refuses_an_unsandboxed_target_behind_a_label_dict",
         "test_local_repository_of_the_base_in_a_locality",
         "test_plain_bazel_test_refuses_a_local_genrule_of_an_in_tree_repository",
+        "test_plain_bazel_test_refuses_a_repository_named_like_bazels_own",
         "test_repository_rule_runs_a_script_from_a_locality",
         # rc-file routes
         "test_workspace_bazelrc_edit_forges_the_verdict_with_run_under",
