@@ -4,7 +4,7 @@ load("//rules:providers.bzl", "AgentGateInfo", "PropertyInfo")
 load("//rules:settings.bzl", "FlagValueInfo")
 load(":names.bzl", "NAMES_PROBE", "names_params")
 load(":paths.bzl", "decode_paths", "directories_holding", "matched_localities", "module_at", "module_roots", "normalize_prefix", "normalized_paths", "prefix_error", "repo_relative", "rlocation", "roots_at_or_below_a_file")
-load(":python.bzl", "ACTION_TOOLCHAIN", "PYTHON_TOOLCHAIN", "python_interpreter")
+load(":python.bzl", "ACTION_TOOLCHAIN", "PYTHON_TOOLCHAIN", "editable_interpreter_files", "python_interpreter")
 load(":zipapp.bzl", "PythonAppInfo")
 
 def _flag(ctx, name):
@@ -140,6 +140,13 @@ def _gate_impl(ctx):
     properties = _catalog(ctx, judged_by)
     changed_paths = decode_paths(_flag(ctx, "_changed_paths"))
     run_id = _flag(ctx, "_run_id")
+    editable = editable_interpreter_files(ctx)
+    if editable:
+        fail(("%s: agent_gate's tools would run on a Python toolchain with files in this " +
+              "repository (%s), which a patch can edit to forge the verdict. Register a " +
+              "toolchain from an external repository, or agent_gate's own " +
+              "(agent_gate_dependencies(register_python_toolchain = True)); see docs/offline.md.") %
+             (ctx.label, ", ".join(editable[:5])))
     python = python_interpreter(ctx)
     runner = struct(python = python, app = ctx.attr._runner[PythonAppInfo])
 

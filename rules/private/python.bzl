@@ -32,3 +32,24 @@ def python_interpreter(ctx):
         runfiles_path = runtime.interpreter_path,
         files = depset(),
     )
+
+def editable_interpreter_files(ctx):
+    """The Python toolchain's files that a patch can edit: the main repository's.
+
+    agent_gate's own actions and the gate test run on this interpreter, so one a
+    patch can rewrite (an in-tree wrapper script, a `local = 1` genrule among its
+    `files`) could forge the verdict or run on the host before anything is judged.
+
+    Args:
+      ctx: the context of a rule with `toolchains = [PYTHON_TOOLCHAIN]`.
+
+    Returns:
+      The repo-relative paths of its interpreter and files in the main repository.
+    """
+    runtime = ctx.toolchains[PYTHON_TOOLCHAIN].py3_runtime
+    if runtime == None:
+        return []
+    files = runtime.files.to_list() if runtime.files else []
+    if runtime.interpreter:
+        files = [runtime.interpreter] + files
+    return {file.short_path: None for file in files if not file.short_path.startswith("../")}.keys()

@@ -49,6 +49,25 @@ def _commit_counts_failure_test(value):
         config_settings = {str(Label("//:commit_counts")): value},
     )
 
+def _in_tree_interpreter_failure_test_impl(ctx):
+    env = analysistest.begin(ctx)
+    target = analysistest.target_under_test(env)
+    asserts.expect_failure(env, "%s: %s" % (target.label, ctx.attr.message))
+    return analysistest.end(env)
+
+# The subject resolves testdata/in_tree_python's toolchain, whose interpreter is a
+# file of this repository, before every registered one.
+in_tree_interpreter_failure_test = analysistest.make(
+    _in_tree_interpreter_failure_test_impl,
+    expect_failure = True,
+    attrs = {
+        "message": attr.string(mandatory = True, doc = "The failure message after the label."),
+    },
+    config_settings = {
+        "//command_line_option:extra_toolchains": [str(Label("//tests/analysis/testdata/in_tree_python:toolchain"))],
+    },
+)
+
 # A count that is not a number, after a well-formed item.
 commit_counts_not_a_number_test = _commit_counts_failure_test("0123abc=2,abc123=three")
 
@@ -302,6 +321,21 @@ def failure_test_suite(name):
     tests.append(":gate_commit_counts_without_commit_test")
     tests.append(":gate_commit_counts_not_a_number_test")
     tests.append(":gate_commit_counts_without_count_test")
+
+    agent_gate(
+        name = "gate_in_tree_interpreter_test_subject",
+        ledger = _LEDGER,
+        properties = [],
+        tags = ["manual"],
+    )
+    in_tree_interpreter_failure_test(
+        name = "gate_in_tree_interpreter_test",
+        target_under_test = ":gate_in_tree_interpreter_test_subject",
+        message = "agent_gate's tools would run on a Python toolchain with files in this " +
+                  "repository (tests/analysis/testdata/in_tree_python/python3.sh), which a patch " +
+                  "can edit to forge the verdict.",
+    )
+    tests.append(":gate_in_tree_interpreter_test")
 
     # --- sealed_fixtures (subjects in testdata/trees) ------------------------
     tests.append(_sealed_case(

@@ -1674,6 +1674,101 @@ _agree_with_the_fixture()
             "the repository rule rewrote the wrapped test in the scoring worktree",
         )
 
+    def _own_python_toolchain(self, root: Path) -> None:
+        """The base registers its own Python toolchain, in the main repository (docs/offline.md)."""
+        _replace(
+            root,
+            "WORKSPACE",
+            "agent_gate_dependencies()",
+            'register_toolchains("//python:toolchain")\n\n'
+            "agent_gate_dependencies(register_python_toolchain = False)",
+        )
+        _write(
+            root,
+            "python/BUILD.bazel",
+            'load("@bazel_tools//tools/python:toolchain.bzl", "py_runtime_pair")\n\n'
+            f'py_runtime(\n    name = "py3",\n    interpreter_path = "{sys.executable}",\n'
+            f'    python_version = "PY3",\n    stub_shebang = "#!{sys.executable}",\n)\n\n'
+            'py_runtime_pair(name = "runtime_pair", py3_runtime = ":py3")\n\n'
+            'toolchain(\n    name = "toolchain",\n    toolchain = ":runtime_pair",\n'
+            '    toolchain_type = "@bazel_tools//tools/python:toolchain_type",\n)\n',
+        )
+
+    def test_plain_bazel_test_refuses_an_interpreter_the_patch_wrote(self):
+        """The patch makes the base's in-tree Python toolchain run its own wrapper.
+
+        agent_gate's tools run on the resolved Python toolchain. The wrapper runs the
+        real evaluator, then rewrites its report into a consistent promote; a
+        `local = 1` genrule among the runtime's files would run on the host. Before
+        the fix plain `bazel test` promoted broken code (Bazel 4.2.3; the 7.7.1
+        lane's rc file resolves another toolchain first). Now the gate fails
+        analysis, naming the file: nothing of the patch is built or run.
+        """
+        self.repo.base(self._own_python_toolchain)
+        self.addCleanup(self.repo.base)
+        root = self.repo.root
+        marker = Path(f"/var/tmp/agent_gate_poison_toolchain_{os.getpid()}")
+        marker.unlink(missing_ok=True)
+        self.addCleanup(marker.unlink, missing_ok=True)
+        break_calc(root)
+        # Turns the real report into a promote that agrees with itself.
+        forge = (
+            "import json, os, sys\n"
+            'p = os.path.join(os.environ["TEST_UNDECLARED_OUTPUTS_DIR"],\n'
+            '                 "agent_gate_report.json")\n'
+            "r = json.load(open(p))\n"
+            'r["decision"] = "promote"\n'
+            'r["rule"] = "promote: every voting strong property passed twice"\n'
+            'r["reasons"] = [r["rule"]]\n'
+            'for k in ("guardedPaths", "unobservedPaths", "unsandboxedTargets", "errors"):\n'
+            "    r.pop(k, None)\n"
+            'for row in r.get("rows", []):\n'
+            '    if row.get("matched"):\n'
+            '        row["classification"] = "pass"\n'
+            '        row["exitCodes"] = [0, 0]\n'
+            '        if row.get("strength") == "strong":\n'
+            '            row["vote"] = "yes"\n'
+            "json.dump(r, open(p, 'w'))\n"
+        )
+        _write(root, "python/forge.py", forge)
+        _write(
+            root,
+            "python/python3.sh",
+            f'#!/bin/sh\ncase " $* " in\n*" --config "*)\n  {sys.executable} "$@"\n'
+            f'  {sys.executable} "$(dirname "$0")/forge.py"\n  exit 0 ;;\nesac\n'
+            f'exec {sys.executable} "$@"\n',
+        )
+        (root / "python/python3.sh").chmod(0o755)
+        _replace(
+            root,
+            "python/BUILD.bazel",
+            f'    interpreter_path = "{sys.executable}",\n',
+            '    interpreter = "python3.sh",\n    files = ["python3.sh", "forge.py", ":pwn"],\n',
+        )
+        with (root / "python/BUILD.bazel").open("a") as build:
+            build.write(
+                '\ngenrule(\n    name = "pwn",\n    outs = ["pwn.txt"],\n'
+                f'    cmd = "touch {marker}; echo ran > $@",\n    local = 1,\n)\n'
+            )
+        output_base = self.repo.top / "plain_output_base"
+        self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
+        run = gate_target.run_gate(
+            root,
+            changed_paths=["lib/calc/calc.py", "python/BUILD.bazel", "python/python3.sh"],
+            run_id=gate_target.new_run_id("plain"),
+            output_base=output_base,
+            work_dir=self.repo.top / "plain_run",
+        )
+        TALLY["plain_bazel_test_in_tree_interpreter"] = run.report is None and run.exit_code != 0
+        self.assertIsNone(run.report, run.report)
+        self.assertNotEqual(run.exit_code, 0)
+        self.assertIn(
+            "would run on a Python toolchain with files in this repository "
+            "(python/python3.sh, python/forge.py, python/pwn.txt)",
+            run.log_path.read_text(),
+        )
+        self.assertFalse(marker.exists(), "the toolchain's genrule ran on the host")
+
     def test_plain_bazel_test_refuses_a_local_genrule_of_an_in_tree_repository(self):
         """The same patch under plain `bazel test //:agent_gate`, without the CLI's flags."""
         self._plain_in_tree_repository_case("vendored", "plain_bazel_test_in_tree_repository")
