@@ -24,6 +24,12 @@ def _judged_by(ctx):
             problem = prefix_error(prefix)
             if problem:
                 fail("%s: %s entry %r is %s." % (ctx.label, attribute, prefix, problem))
+
+    # Built for every run: a generated ledger's rule (a `local = 1` genrule) would
+    # run on the host before anything is judged.
+    if not ctx.file.ledger.is_source:
+        fail("%s: the ledger %s is generated; it must be a committed source file (e.g. ledger.txtpb)." %
+             (ctx.label, ctx.file.ledger.short_path))
     return AgentGateInfo(
         properties = ctx.attr.properties,
         ledger = ctx.file.ledger,
@@ -295,7 +301,7 @@ _CATALOG_ATTRS = {
     "ledger": attr.label(
         allow_single_file = True,
         mandatory = True,
-        doc = "The freeze ledger: text-format `agent_gate.Ledger` (`ledger.txtpb`) or the JSON rows of docs/article.md.",
+        doc = "The freeze ledger, a committed source file: text-format `agent_gate.Ledger` (`ledger.txtpb`) or the JSON rows of docs/article.md.",
     ),
     "debt_cap": attr.int(
         default = 5,

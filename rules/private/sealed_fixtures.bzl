@@ -20,6 +20,12 @@ def _tree_root(ctx):
 def _sealed_fixtures_impl(ctx):
     root = _tree_root(ctx)
     seal_path = repo_relative(ctx.file.seal)
+
+    # Built for every gate run, matched or not: a generated seal's rule (a `local = 1`
+    # genrule) would run on the host before anything is judged.
+    if not ctx.file.seal.is_source:
+        fail(("%s: the seal %s is generated; it must be the committed seal file " +
+              "(`bazel run :%s.update_seal` writes it).") % (ctx.label, ctx.file.seal.short_path, ctx.label.name))
     if covers(root, seal_path) and not seal_path.endswith(".seal"):
         fail(("%s: the seal file %s is inside the tree %s but does not end in `.seal`, so the " +
               "seal would hash itself. Name it `<something>.seal`.") % (ctx.label, seal_path, root))
@@ -81,7 +87,7 @@ the gate (a fixture fault), never a build error.""",
         "seal": attr.label(
             allow_single_file = True,
             mandatory = True,
-            doc = "The committed seal file: the pipeline's output line `<hex>  -`, or bare hex.",
+            doc = "The committed seal file (a source file, never generated): the pipeline's output line `<hex>  -`, or bare hex.",
         ),
         "root": attr.string(doc = "The tree's directory relative to this package; default: the package itself."),
         "_sealer": attr.label(

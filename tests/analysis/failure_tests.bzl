@@ -93,12 +93,12 @@ def _property_case(name, rule, message, locality = ["tests/analysis/x"], test_ov
     )
     return ":" + name
 
-def _gate_case(name, message, properties = [], **kwargs):
+def _gate_case(name, message, properties = [], ledger = _LEDGER, **kwargs):
     """An agent_gate subject `<name>_subject` that must fail, and its failure test `name`."""
     agent_gate(
         name = name + "_subject",
         properties = properties,
-        ledger = _LEDGER,
+        ledger = ledger,
         **kwargs
     )
     failure_test(
@@ -281,6 +281,12 @@ def failure_test_suite(name):
         ),
     ))
     tests.append(_gate_case(
+        "gate_generated_ledger_test",
+        ledger = "//tests/analysis/testdata:generated_ledger",
+        message = "the ledger tests/analysis/testdata/generated_ledger.txtpb is generated; it " +
+                  "must be a committed source file (e.g. ledger.txtpb).",
+    ))
+    tests.append(_gate_case(
         "gate_negative_debt_cap_test",
         debt_cap = -1,
         message = "debt_cap must be >= 0, got -1.",
@@ -343,6 +349,12 @@ def failure_test_suite(name):
         _TREES + "src_outside_tree",
         message = "tests/analysis/testdata/trees/outside.txt is outside the fixture tree " +
                   "tests/analysis/testdata/trees/inside; list only files under it (or set `root`).",
+    ))
+    tests.append(_sealed_case(
+        "sealed_seal_generated_test",
+        _TREES + "seal_generated",
+        message = "the seal tests/analysis/testdata/trees/generated.seal is generated; it must be " +
+                  "the committed seal file (`bazel run :seal_generated.update_seal` writes it).",
     ))
     tests.append(_sealed_case(
         "sealed_src_is_root_test",

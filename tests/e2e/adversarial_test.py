@@ -1674,6 +1674,77 @@ _agree_with_the_fixture()
             "the repository rule rewrote the wrapped test in the scoring worktree",
         )
 
+    def _plain_gate_fails_analysis(self, edit, changed: list[str], message: str, key: str) -> None:
+        """`edit(root, marker)` makes one of the gate's own inputs a `local = 1` genrule's
+        output: plain `bazel test` must fail analysis with `message`, never run it."""
+        self.repo.base()
+        self.addCleanup(self.repo.base)
+        root = self.repo.root
+        marker = Path(f"/var/tmp/agent_gate_poison_{key}_{os.getpid()}")
+        marker.unlink(missing_ok=True)
+        self.addCleanup(marker.unlink, missing_ok=True)
+        edit(root, marker)
+        output_base = self.repo.top / "plain_output_base"
+        self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
+        run = gate_target.run_gate(
+            root,
+            changed_paths=changed,
+            run_id=gate_target.new_run_id("plain"),
+            output_base=output_base,
+            work_dir=self.repo.top / "plain_run",
+        )
+        TALLY[key] = run.report is None and run.exit_code != 0
+        self.assertIsNone(run.report, run.report)
+        self.assertNotEqual(run.exit_code, 0)
+        self.assertIn(message, run.log_path.read_text())
+        self.assertFalse(marker.exists(), "the genrule ran on the host")
+
+    def test_plain_bazel_test_refuses_a_generated_seal(self):
+        """The patch makes a fixture tree's seal a `local = 1` genrule's output.
+
+        The gate builds every property's seal, matched or not, so before the fix the
+        genrule ran on the host on both lanes (the verdict was review, from the
+        guarded BUILD file, but the host had run the patch's command).
+        """
+
+        def edit(root: Path, marker: Path) -> None:
+            _write(
+                root,
+                "fixtures/cases/BUILD.bazel",
+                'load("@agent_gate//rules:defs.bzl", "sealed_fixtures")\n\n'
+                'sealed_fixtures(\n    name = "cases",\n    seal = ":pwn",\n'
+                '    visibility = ["//visibility:public"],\n)\n\n'
+                'genrule(\n    name = "pwn",\n    srcs = ["cases.seal"],\n'
+                '    outs = ["pwn.seal"],\n'
+                f'    cmd = "touch {marker}; cp $< $@",\n    local = 1,\n)\n',
+            )
+
+        self._plain_gate_fails_analysis(
+            edit,
+            ["fixtures/cases/BUILD.bazel"],
+            "the seal fixtures/cases/pwn.seal is generated",
+            "plain_bazel_test_generated_seal",
+        )
+
+    def test_plain_bazel_test_refuses_a_generated_ledger(self):
+        """The patch makes the gate's ledger a `local = 1` genrule's output (same route)."""
+
+        def edit(root: Path, marker: Path) -> None:
+            _replace(root, "BUILD.bazel", 'ledger = "ledger.txtpb"', 'ledger = ":pwn"')
+            with (root / "BUILD.bazel").open("a") as build:
+                build.write(
+                    '\ngenrule(\n    name = "pwn",\n    srcs = ["ledger.txtpb"],\n'
+                    f'    outs = ["pwn.txtpb"],\n    cmd = "touch {marker}; cp $< $@",\n'
+                    "    local = 1,\n)\n"
+                )
+
+        self._plain_gate_fails_analysis(
+            edit,
+            ["BUILD.bazel"],
+            "the ledger pwn.txtpb is generated",
+            "plain_bazel_test_generated_ledger",
+        )
+
     def _own_python_toolchain(self, root: Path) -> None:
         """The base registers its own Python toolchain, in the main repository (docs/offline.md)."""
         _replace(

@@ -39,6 +39,8 @@ LANE_TESTS = {
         "test_plain_bazel_test_refuses_an_unsandboxed_closure_without_running_it",
         "test_plain_bazel_test_refuses_an_unsandboxed_genrule_named_by_its_output",
         "test_plain_bazel_test_refuses_the_legacy_nosandbox_key",
+        "test_plain_bazel_test_refuses_a_generated_seal",
+        "test_plain_bazel_test_refuses_a_generated_ledger",
         "test_plain_bazel_test_refuses_an_unsandboxed_target_behind_a_label_dict",
         "test_local_repository_of_the_base_in_a_locality",
         "test_plain_bazel_test_refuses_a_local_genrule_of_an_in_tree_repository",
