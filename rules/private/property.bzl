@@ -55,7 +55,9 @@ def _opt_outs(rule_attr):
         why.append("local = True")
     exec_properties = getattr(rule_attr, "exec_properties", {}) or {}
     for key in exec_properties:
-        if key in _OPT_OUT_TAGS or key.startswith("requires-"):
+        # `<exec group>.<key>` sets the key for one exec group's actions.
+        name = key.rpartition(".")[2]
+        if name in _OPT_OUT_TAGS or name.startswith("requires-"):
             why.append("exec_properties[\"%s\"]" % key)
     return why
 

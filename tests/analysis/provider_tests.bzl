@@ -3,6 +3,7 @@
 load("@bazel_skylib//lib:unittest.bzl", "analysistest", "asserts")
 load("@rules_python//python:defs.bzl", "py_test")
 load("//rules:defs.bzl", "PropertyInfo", "SealedFixturesInfo", "strong_property", "weak_property")
+load("//tests/analysis/testdata:exec_group_rule.bzl", "OPT_OUT_KEY")
 
 _FIX = "//tests/analysis/testdata/fix"
 _ROOTED = "//tests/analysis/testdata/trees:rooted"
@@ -79,6 +80,7 @@ def _unsandboxed_closure_test_impl(ctx):
     info = analysistest.target_under_test(env)[PropertyInfo]
     data = "//tests/analysis/testdata"
     expected = [
+        "%s (exec_properties[\"%s\"])" % (Label(data + ":exec_group_gen"), OPT_OUT_KEY),
         "%s (exec_properties[\"nosandbox\"])" % Label(data + ":legacy_key_gen"),
         "%s (local = True)" % Label(data + ":local_gen"),
         "%s (local = True)" % Label(data + ":output_local_gen"),
