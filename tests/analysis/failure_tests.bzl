@@ -21,15 +21,17 @@ def _failure_test_impl(ctx):
     asserts.expect_failure(env, "%s: %s" % (target.label, ctx.attr.message))
     return analysistest.end(env)
 
+_MESSAGE_ATTRS = {
+    "message": attr.string(
+        mandatory = True,
+        doc = "The failure message after `<label of target_under_test>: `, fix included.",
+    ),
+}
+
 failure_test = analysistest.make(
     _failure_test_impl,
     expect_failure = True,
-    attrs = {
-        "message": attr.string(
-            mandatory = True,
-            doc = "The failure message after `<label of target_under_test>: `, fix included.",
-        ),
-    },
+    attrs = _MESSAGE_ATTRS,
 )
 
 def _commit_counts_failure_test_impl(ctx):
@@ -49,20 +51,12 @@ def _commit_counts_failure_test(value):
         config_settings = {str(Label("//:commit_counts")): value},
     )
 
-def _in_tree_interpreter_failure_test_impl(ctx):
-    env = analysistest.begin(ctx)
-    target = analysistest.target_under_test(env)
-    asserts.expect_failure(env, "%s: %s" % (target.label, ctx.attr.message))
-    return analysistest.end(env)
-
 # The subject resolves testdata/in_tree_python's toolchain, whose interpreter is a
 # file of this repository, before every registered one.
 in_tree_interpreter_failure_test = analysistest.make(
-    _in_tree_interpreter_failure_test_impl,
+    _failure_test_impl,
     expect_failure = True,
-    attrs = {
-        "message": attr.string(mandatory = True, doc = "The failure message after the label."),
-    },
+    attrs = _MESSAGE_ATTRS,
     config_settings = {
         "//command_line_option:extra_toolchains": [str(Label("//tests/analysis/testdata/in_tree_python:toolchain"))],
     },

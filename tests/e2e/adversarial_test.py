@@ -1244,20 +1244,24 @@ _agree_with_the_fixture()
         self.assertIn("lib/calc/sitecustomize.py", scored.guarded())
         self.assertTrue(any("import hook" in g for g in scored.report.guarded_paths))
 
-    def _plain_gate(self, changed_paths: list[str], tally_key: str) -> gate_target.GateRun:
+    def _run_plain_gate(self, changed_paths: list[str]) -> gate_target.GateRun:
         """`bazel test //:agent_gate` on the patched tree as it is, without the CLI's
-        flags or guards: the rule set alone must make it review."""
+        flags or guards."""
         root = self.repo.root
         output_base = self.repo.top / "plain_output_base"
         # The lane's Bazel (bazel_client.find_bazel), as the CLI would run it.
         self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
-        run = gate_target.run_gate(
+        return gate_target.run_gate(
             root,
             changed_paths=changed_paths,
             run_id=gate_target.new_run_id("plain"),
             output_base=output_base,
             work_dir=self.repo.top / "plain_run",
         )
+
+    def _plain_gate(self, changed_paths: list[str], tally_key: str) -> gate_target.GateRun:
+        """The plain run: the rule set alone must make it review."""
+        run = self._run_plain_gate(changed_paths)
         self.assertIsNotNone(run.report, run.problem)
         TALLY[tally_key] = run.report.decision != "promote"
         self.assertEqual(run.report.decision, "review")
@@ -1674,25 +1678,19 @@ _agree_with_the_fixture()
             "the repository rule rewrote the wrapped test in the scoring worktree",
         )
 
-    def _plain_gate_fails_analysis(self, edit, changed: list[str], message: str, key: str) -> None:
-        """`edit(root, marker)` makes one of the gate's own inputs a `local = 1` genrule's
-        output: plain `bazel test` must fail analysis with `message`, never run it."""
-        self.repo.base()
+    def _plain_gate_fails_analysis(
+        self, edit, changed: list[str], message: str, key: str, setup=None
+    ) -> None:
+        """`edit(root, marker)` wires a `local = 1` genrule (touching `marker`) into
+        what the gate itself builds or runs on: plain `bazel test` must fail analysis
+        with `message`, never run it."""
+        self.repo.base(setup)
         self.addCleanup(self.repo.base)
-        root = self.repo.root
         marker = Path(f"/var/tmp/agent_gate_poison_{key}_{os.getpid()}")
         marker.unlink(missing_ok=True)
         self.addCleanup(marker.unlink, missing_ok=True)
-        edit(root, marker)
-        output_base = self.repo.top / "plain_output_base"
-        self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
-        run = gate_target.run_gate(
-            root,
-            changed_paths=changed,
-            run_id=gate_target.new_run_id("plain"),
-            output_base=output_base,
-            work_dir=self.repo.top / "plain_run",
-        )
+        edit(self.repo.root, marker)
+        run = self._run_plain_gate(changed)
         TALLY[key] = run.report is None and run.exit_code != 0
         self.assertIsNone(run.report, run.report)
         self.assertNotEqual(run.exit_code, 0)
@@ -1775,70 +1773,58 @@ _agree_with_the_fixture()
         lane's rc file resolves another toolchain first). Now the gate fails
         analysis, naming the file: nothing of the patch is built or run.
         """
-        self.repo.base(self._own_python_toolchain)
-        self.addCleanup(self.repo.base)
-        root = self.repo.root
-        marker = Path(f"/var/tmp/agent_gate_poison_toolchain_{os.getpid()}")
-        marker.unlink(missing_ok=True)
-        self.addCleanup(marker.unlink, missing_ok=True)
-        break_calc(root)
-        # Turns the real report into a promote that agrees with itself.
-        forge = (
-            "import json, os, sys\n"
-            'p = os.path.join(os.environ["TEST_UNDECLARED_OUTPUTS_DIR"],\n'
-            '                 "agent_gate_report.json")\n'
-            "r = json.load(open(p))\n"
-            'r["decision"] = "promote"\n'
-            'r["rule"] = "promote: every voting strong property passed twice"\n'
-            'r["reasons"] = [r["rule"]]\n'
-            'for k in ("guardedPaths", "unobservedPaths", "unsandboxedTargets", "errors"):\n'
-            "    r.pop(k, None)\n"
-            'for row in r.get("rows", []):\n'
-            '    if row.get("matched"):\n'
-            '        row["classification"] = "pass"\n'
-            '        row["exitCodes"] = [0, 0]\n'
-            '        if row.get("strength") == "strong":\n'
-            '            row["vote"] = "yes"\n'
-            "json.dump(r, open(p, 'w'))\n"
-        )
-        _write(root, "python/forge.py", forge)
-        _write(
-            root,
-            "python/python3.sh",
-            f'#!/bin/sh\ncase " $* " in\n*" --config "*)\n  {sys.executable} "$@"\n'
-            f'  {sys.executable} "$(dirname "$0")/forge.py"\n  exit 0 ;;\nesac\n'
-            f'exec {sys.executable} "$@"\n',
-        )
-        (root / "python/python3.sh").chmod(0o755)
-        _replace(
-            root,
-            "python/BUILD.bazel",
-            f'    interpreter_path = "{sys.executable}",\n',
-            '    interpreter = "python3.sh",\n    files = ["python3.sh", "forge.py", ":pwn"],\n',
-        )
-        with (root / "python/BUILD.bazel").open("a") as build:
-            build.write(
-                '\ngenrule(\n    name = "pwn",\n    outs = ["pwn.txt"],\n'
-                f'    cmd = "touch {marker}; echo ran > $@",\n    local = 1,\n)\n'
+
+        def edit(root: Path, marker: Path) -> None:
+            break_calc(root)
+            # Turns the real report into a promote that agrees with itself.
+            forge = (
+                "import json, os, sys\n"
+                'p = os.path.join(os.environ["TEST_UNDECLARED_OUTPUTS_DIR"],\n'
+                '                 "agent_gate_report.json")\n'
+                "r = json.load(open(p))\n"
+                'r["decision"] = "promote"\n'
+                'r["rule"] = "promote: every voting strong property passed twice"\n'
+                'r["reasons"] = [r["rule"]]\n'
+                'for k in ("guardedPaths", "unobservedPaths", "unsandboxedTargets", "errors"):\n'
+                "    r.pop(k, None)\n"
+                'for row in r.get("rows", []):\n'
+                '    if row.get("matched"):\n'
+                '        row["classification"] = "pass"\n'
+                '        row["exitCodes"] = [0, 0]\n'
+                '        if row.get("strength") == "strong":\n'
+                '            row["vote"] = "yes"\n'
+                "json.dump(r, open(p, 'w'))\n"
             )
-        output_base = self.repo.top / "plain_output_base"
-        self.addCleanup(bazel_client.shutdown, root, output_base=output_base)
-        run = gate_target.run_gate(
-            root,
-            changed_paths=["lib/calc/calc.py", "python/BUILD.bazel", "python/python3.sh"],
-            run_id=gate_target.new_run_id("plain"),
-            output_base=output_base,
-            work_dir=self.repo.top / "plain_run",
-        )
-        TALLY["plain_bazel_test_in_tree_interpreter"] = run.report is None and run.exit_code != 0
-        self.assertIsNone(run.report, run.report)
-        self.assertNotEqual(run.exit_code, 0)
-        self.assertIn(
+            _write(root, "python/forge.py", forge)
+            _write(
+                root,
+                "python/python3.sh",
+                f'#!/bin/sh\ncase " $* " in\n*" --config "*)\n  {sys.executable} "$@"\n'
+                f'  {sys.executable} "$(dirname "$0")/forge.py"\n  exit 0 ;;\nesac\n'
+                f'exec {sys.executable} "$@"\n',
+            )
+            (root / "python/python3.sh").chmod(0o755)
+            _replace(
+                root,
+                "python/BUILD.bazel",
+                f'    interpreter_path = "{sys.executable}",\n',
+                '    interpreter = "python3.sh",\n'
+                '    files = ["python3.sh", "forge.py", ":pwn"],\n',
+            )
+            with (root / "python/BUILD.bazel").open("a") as build:
+                build.write(
+                    '\ngenrule(\n    name = "pwn",\n    outs = ["pwn.txt"],\n'
+                    f'    cmd = "touch {marker}; echo ran > $@",\n    local = 1,\n)\n'
+                )
+
+        self._plain_gate_fails_analysis(
+            edit,
+            ["lib/calc/calc.py", "python/BUILD.bazel", "python/python3.sh"],
             "would run on a Python toolchain with files in this repository "
             "(python/python3.sh, python/forge.py, python/pwn.txt)",
-            run.log_path.read_text(),
+            "plain_bazel_test_in_tree_interpreter",
+            setup=self._own_python_toolchain,
         )
-        self.assertFalse(marker.exists(), "the toolchain's genrule ran on the host")
 
     def test_plain_bazel_test_refuses_a_local_genrule_of_an_in_tree_repository(self):
         """The same patch under plain `bazel test //:agent_gate`, without the CLI's flags."""
