@@ -1244,6 +1244,14 @@ _agree_with_the_fixture()
         self.assertIn("lib/calc/sitecustomize.py", scored.guarded())
         self.assertTrue(any("import hook" in g for g in scored.report.guarded_paths))
 
+    def _host_marker(self, name: str) -> Path:
+        """A file only a command run on the host can create (sandboxed, /var/tmp is
+        read-only), absent now and removed after the test."""
+        marker = Path(f"/var/tmp/agent_gate_poison_{name}_{os.getpid()}")
+        marker.unlink(missing_ok=True)
+        self.addCleanup(marker.unlink, missing_ok=True)
+        return marker
+
     def _run_plain_gate(self, changed_paths: list[str]) -> gate_target.GateRun:
         """`bazel test //:agent_gate` on the patched tree as it is, without the CLI's
         flags or guards."""
@@ -1282,9 +1290,7 @@ _agree_with_the_fixture()
         """
         self.repo.base()
         root = self.repo.root
-        marker = Path(f"/var/tmp/agent_gate_poison_{tally_key}_{os.getpid()}")
-        marker.unlink(missing_ok=True)
-        self.addCleanup(marker.unlink, missing_ok=True)
+        marker = self._host_marker(tally_key)
         rule = (
             '\ngenrule(\n    name = "pwn",\n    outs = ["pwn.txt"],\n'
             f'    cmd = "touch {marker}; echo ran > $@",\n    {opt_out}\n)\n'
@@ -1351,9 +1357,7 @@ _agree_with_the_fixture()
 
         self.repo.base(setup)
         root = self.repo.root
-        marker = Path(f"/var/tmp/agent_gate_poison_dict_{os.getpid()}")
-        marker.unlink(missing_ok=True)
-        self.addCleanup(marker.unlink, missing_ok=True)
+        marker = self._host_marker("dict")
         rule = (
             '\ngenrule(\n    name = "pwn",\n    outs = ["pwn.txt"],\n'
             f'    cmd = "touch {marker}; echo ran > $@",\n    local = 1,\n)\n'
@@ -1686,9 +1690,7 @@ _agree_with_the_fixture()
         with `message`, never run it."""
         self.repo.base(setup)
         self.addCleanup(self.repo.base)
-        marker = Path(f"/var/tmp/agent_gate_poison_{key}_{os.getpid()}")
-        marker.unlink(missing_ok=True)
-        self.addCleanup(marker.unlink, missing_ok=True)
+        marker = self._host_marker(key)
         edit(self.repo.root, marker)
         run = self._run_plain_gate(changed)
         TALLY[key] = run.report is None and run.exit_code != 0
